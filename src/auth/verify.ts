@@ -1,0 +1,20 @@
+/**
+ * Server-side Ed25519 verification with the runtime's native (BoringSSL) verifier: about 10× the rate of
+ * the pure-JS implementation on this hardware (bench/verify.ts prints both).
+ */
+import { createPublicKey, verify } from 'node:crypto'
+import { hasCanonicalScalar } from './keys.ts'
+
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex')
+
+/** Verifies a signature over a UTF-8 message. Rejects non-canonical S explicitly (RFC 8032 §5.1.7). */
+export function verifyEd25519(publicKey: Uint8Array, message: string | Uint8Array, signature: Uint8Array): boolean {
+  if (publicKey.length !== 32 || signature.length !== 64 || !hasCanonicalScalar(signature)) return false
+  try {
+    const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' })
+    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, key, signature)
+  } catch {
+    // a public key that is not a valid curve point
+    return false
+  }
+}

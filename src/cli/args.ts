@@ -1,0 +1,54 @@
+/** A small flag parser: `--name value`, `--name=value`, boolean flags, and positionals. */
+export interface ParsedArgs {
+  positionals: string[]
+  flags: Record<string, string>
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+/**
+ * `booleans` lists flags that take no value. Unknown flags are refused when `known` is given.
+ */
+export function parseArgs(argv: string[], opts: { booleans?: string[]; known?: string[] } = {}): ParsedArgs {
+  const booleans = new Set(opts.booleans ?? [])
+  const known = opts.known ? new Set([...opts.known, ...booleans]) : null
+  const positionals: string[] = []
+  const flags: Record<string, string> = {}
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1))
+      break
+    }
+    if (!arg.startsWith('--') || arg === '--') {
+      if (arg.startsWith('-') && arg.length > 1 && arg !== '-') {
+        const short: Record<string, string> = { '-h': 'help', '-v': 'version', '-o': 'out' }
+        if (!short[arg]) throw new UsageError(`unknown flag ${arg}`)
+        const name = short[arg]
+        if (booleans.has(name)) flags[name] = 'true'
+        else {
+          if (i + 1 >= argv.length) throw new UsageError(`${arg} needs a value`)
+          flags[name] = argv[++i]
+        }
+        continue
+      }
+      positionals.push(arg)
+      continue
+    }
+    const eq = arg.indexOf('=')
+    const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
+    if (known && !known.has(name)) throw new UsageError(`unknown flag --${name}`)
+    if (booleans.has(name)) {
+      flags[name] = eq > 0 ? arg.slice(eq + 1) : 'true'
+      continue
+    }
+    if (eq > 0) flags[name] = arg.slice(eq + 1)
+    else {
+      if (i + 1 >= argv.length) throw new UsageError(`--${name} needs a value`)
+      flags[name] = argv[++i]
+    }
+  }
+  return { positionals, flags }
+}

@@ -1,0 +1,43 @@
+import { OPTIONS } from '../config/options.ts'
+
+export const HELP = `relay — a self-hosted message relay for AI agents
+
+Usage:
+  relay [serve] [--port N] [--host ADDR] [--data-dir DIR] [--config FILE] [--log-level LEVEL]
+  relay keygen [--out FILE] [--json]
+  relay admin suspend KEY [--reason TEXT] [--data-dir DIR]
+  relay admin unsuspend KEY [--data-dir DIR]
+  relay --version
+  relay --help | relay COMMAND --help
+
+Configuration: defaults ← relay.config.ts (or --config FILE) ← RELAY_* environment ← flags.
+Run "relay serve --help" for every option.
+`
+
+const COMMAND_HELP: Record<string, string> = {
+  serve: `relay serve — start the relay (the default command)
+
+Flags:
+  --port N           listen port (RELAY_PORT, default 8080)
+  --host ADDR        listen address (RELAY_HOST, default 127.0.0.1)
+  --data-dir DIR     database and blobs (RELAY_DATA_DIR, default ./data)
+  --config FILE      configuration file (default ./relay.config.ts when present)
+  --log-level LEVEL  debug | info | warn | error (RELAY_LOG_LEVEL)
+
+Options (relay.config.ts key, environment variable, default):
+${OPTIONS.map((o) => `  ${o.key.padEnd(30)} ${o.env.padEnd(36)} ${String(o.default)}`).join('\n')}
+
+SIGTERM or SIGINT stops gracefully: requests finish, sockets close with 1001, the WAL is checkpointed.
+`,
+  keygen: `relay keygen [--out FILE] [--json] — create an Ed25519 key file (mode 0600, default ./relay.key)
+and print its public key. An existing file is never overwritten.
+`,
+  admin: `relay admin suspend KEY [--reason TEXT] | relay admin unsuspend KEY
+Operator suspension on the data directory (found like serve: --data-dir, RELAY_DATA_DIR, config).
+Works while the relay runs (applied within 1 s) or not. Suspending an unknown key blocks it for good.
+`,
+}
+
+export function commandHelp(name: string): string {
+  return COMMAND_HELP[name] ?? HELP
+}

@@ -1,0 +1,28 @@
+import type { LogLevel } from '../lib/logger.ts'
+
+/** The validated configuration the relay runs with; units are in the names. */
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  logLevel: LogLevel
+  timestampToleranceMs: number
+  rateLimits: { sendPerMin: number; pollPerMin: number }
+  blobs: { maxSizeBytes: number; quotaBytes: number; unattachedTtlMs: number }
+  messages: { expiredRetentionMs: number }
+  ws: { maxConnections: number; pingIntervalMs: number }
+  webhooks: {
+    retryDelaysMs: number[]
+    timeoutMs: number
+    disableAfter: number
+    allowPrivateTargets: boolean
+    concurrency: number
+  }
+  sweepIntervalMs: number
+  metrics: { enabled: boolean; addr: { host: string; port: number } | null }
+}
+
+/** A partial override, as tests pass it to createRelay. */
+export type ConfigOverrides = {
+  [K in keyof Config]?: Config[K] extends object ? (Config[K] extends unknown[] ? Config[K] : Partial<Config[K]>) : Config[K]
+}

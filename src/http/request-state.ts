@@ -1,0 +1,32 @@
+import type { PrecheckedAuth } from '../services/authenticator.ts'
+import type { AgentRow } from '../storage/agents-repo.ts'
+
+/** What the pipeline learns about one request; kept beside the Request, not on it. */
+export interface RequestState {
+  requestId: string
+  startedAt: number
+  /** Raw body bytes as received (what the signature covers). */
+  raw?: Uint8Array
+  /** Parsed JSON body, or PARSE_FAILED. */
+  parsed?: unknown
+  agent?: AgentRow
+  /** Streamed uploads: header checks passed, signature still to verify against the streamed hash. */
+  pendingAuth?: PrecheckedAuth
+  /** Route template for logs and metrics, e.g. /v1/agents/:publicKey. */
+  route?: string
+}
+
+export const PARSE_FAILED = Symbol('parse-failed')
+
+const states = new WeakMap<Request, RequestState>()
+
+export const stateOf = (request: Request): RequestState | undefined => states.get(request)
+export const setState = (request: Request, state: RequestState): void => void states.set(request, state)
+
+/** The request target exactly as sent: path plus query, from the absolute URL Bun hands us. */
+export function pathWithQuery(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start < 0) return '/'
+  const hash = url.indexOf('#', start)
+  return hash < 0 ? url.slice(start) : url.slice(start, hash)
+}

@@ -1,0 +1,21 @@
+import { randomBytes } from 'node:crypto'
+
+/** Random hex from the CSPRNG. */
+export function randomHex(chars: number): string {
+  return randomBytes(Math.ceil(chars / 2)).toString('hex').slice(0, chars)
+}
+
+/** `req_` + 16 hex: the request id of SPEC §11. */
+export const newRequestId = (): string => `req_${randomHex(16)}`
+
+/** `msg_<unix-seconds>_<12 lowercase hex>` (SPEC §4.1). */
+export const newMessageId = (nowMs: number): string => `msg_${Math.floor(nowMs / 1000)}_${randomHex(12)}`
+
+/** `blob_` + 24 random hex chars, never derived from the content (SPEC §6). */
+export const newBlobId = (): string => `blob_${randomHex(24)}`
+
+/** `dlv_` + 24 random hex chars: one per message per webhook, stable across attempts (SPEC §9). */
+export const newDeliveryId = (): string => `dlv_${randomHex(24)}`
+
+export const MESSAGE_ID_PATTERN = /^msg_\d{1,12}_[0-9a-f]{12}$/
+export const BLOB_ID_PATTERN = /^blob_[0-9a-f]{24}$/

@@ -1,0 +1,43 @@
+#!/usr/bin/env bun
+/** The `relay` command line: serve (default), keygen, admin, and --version / --help. */
+import { admin } from './cli/admin.ts'
+import { parseArgs, UsageError } from './cli/args.ts'
+import { HELP, commandHelp } from './cli/help.ts'
+import { keygen } from './cli/keygen.ts'
+import { SERVE_FLAGS, serve } from './cli/serve.ts'
+import { ConfigError } from './config/load.ts'
+import { VERSION } from './version.ts'
+
+const COMMANDS: Record<string, { flags: string[]; booleans?: string[]; run: (pos: string[], flags: Record<string, string>) => unknown }> = {
+  serve: { flags: SERVE_FLAGS, run: (_p, f) => serve(f) },
+  keygen: { flags: ['out'], booleans: ['json'], run: (_p, f) => keygen(f) },
+  admin: { flags: ['reason', 'data-dir', 'config'], run: (p, f) => admin(p, f) },
+}
+
+async function main(argv: string[]): Promise<void> {
+  const first = argv[0]
+  if (first === '--version' || first === '-v' || first === 'version') {
+    process.stdout.write(`relay ${VERSION}\n`)
+    return
+  }
+  if (first === '--help' || first === '-h' || first === 'help') {
+    process.stdout.write(argv[1] ? commandHelp(argv[1]) : HELP)
+    return
+  }
+  const name = first === undefined || first.startsWith('-') ? 'serve' : first
+  const command = COMMANDS[name]
+  if (!command) throw new UsageError(`unknown command "${name}" (see relay --help)`)
+  const rest = name === first ? argv.slice(1) : argv
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(commandHelp(name))
+    return
+  }
+  const { positionals, flags } = parseArgs(rest, { known: command.flags, booleans: command.booleans })
+  await command.run(positionals, flags)
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  const prefix = err instanceof UsageError ? 'usage error' : err instanceof ConfigError ? 'configuration error' : 'error'
+  process.stderr.write(`relay: ${prefix}: ${(err as Error).message}\n`)
+  process.exit(err instanceof UsageError ? 2 : 1)
+})

@@ -1,0 +1,181 @@
+/**
+ * The composition root: builds every part of a relay from a Config and returns handles to serve,
+ * test and stop it. Nothing here holds a rule; it only wires.
+ */
+import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Server } from 'bun'
+import type { Config } from './config/config.ts'
+import { RelayError } from './errors.ts'
+import { systemClock, type Clock } from './lib/clock.ts'
+import { newRequestId } from './lib/ids.ts'
+import { createLogger, type Logger } from './lib/logger.ts'
+import { createApp } from './http/app.ts'
+import { errorResponse } from './http/errors.ts'
+import { agentRoutes } from './http/routes/agents.ts'
+import { docsRoutes } from './http/routes/docs.ts'
+import { healthRoutes } from './http/routes/health.ts'
+import { Scheduler } from './jobs/scheduler.ts'
+import { AgentsService } from './services/agents.ts'
+import { Authenticator } from './services/authenticator.ts'
+import { RelayEvents } from './services/events.ts'
+import { HealthService } from './services/health.ts'
+import { deleteAgentData } from './storage/agent-cleanup.ts'
+import { AgentsRepo } from './storage/agents-repo.ts'
+import { openDatabase, type Db } from './storage/db.ts'
+import { ReplayRepo } from './storage/replay-repo.ts'
+import { VERSION } from './version.ts'
+
+export interface RelayDeps {
+  clock?: Clock
+  logger?: Logger
+  /** Outbound HTTP for webhooks; tests may record or redirect it. */
+  fetch?: typeof fetch
+}
+
+/** How often a running relay looks for operator suspensions made by `relay admin` (SPEC §13: within 1 s). */
+const SUSPENSION_POLL_MS = 500
+/** Replay entries removed per prune run, so one run never holds the database for long. */
+const REPLAY_PRUNE_BATCH = 5000
+
+export function dataPaths(dataDir: string) {
+  return { dataDir, database: join(dataDir, 'relay.db'), blobs: join(dataDir, 'blobs'), tmp: join(dataDir, 'tmp') }
+}
+
+/** Creates the data directory tree; throws a one-line Error when it cannot be used. */
+export function prepareDataDir(dataDir: string) {
+  const paths = dataPaths(dataDir)
+  try {
+    for (const dir of [paths.dataDir, paths.blobs, paths.tmp]) mkdirSync(dir, { recursive: true, mode: 0o700 })
+    accessSync(paths.dataDir, constants.W_OK)
+  } catch (err) {
+    throw new Error(`data directory ${dataDir} is not usable: ${(err as Error).message}`)
+  }
+  return paths
+}
+
+export function createRelay(config: Config, deps: RelayDeps = {}) {
+  const clock = deps.clock ?? systemClock
+  const logger = deps.logger ?? createLogger(config.logLevel)
+  const startedAt = performance.now()
+  const paths = prepareDataDir(config.dataDir)
+  const db: Db = openDatabase(paths.database)
+  const events = new RelayEvents((err) => logger.error('event listener failed', { error: String(err) }))
+
+  const agentsRepo = new AgentsRepo(db)
+  const replayRepo = new ReplayRepo(db)
+  const authenticator = new Authenticator(agentsRepo, replayRepo, clock, config.timestampToleranceMs)
+  const agents = new AgentsService(db, agentsRepo, clock, events)
+  agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
+  events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
+
+  const scheduler = new Scheduler(clock, logger)
+  scheduler.add('prune-replay-cache', config.sweepIntervalMs, (now) => {
+    let removed = 0
+    for (let n = REPLAY_PRUNE_BATCH; n === REPLAY_PRUNE_BATCH; removed += n) n = replayRepo.pruneExpired(now, REPLAY_PRUNE_BATCH)
+    return { removed }
+  })
+
+  // operator suspensions written by another process (relay admin) reach the running relay here
+  let suspensionsSeen = clock.now()
+  const watchSuspensions = () => {
+    for (const row of agentsRepo.suspendedSince(suspensionsSeen)) {
+      suspensionsSeen = Math.max(suspensionsSeen, row.updatedAt)
+      events.emit('agentGone', { publicKey: row.publicKey, reason: 'suspended' })
+    }
+  }
+
+  const health = new HealthService(clock, VERSION, startedAt)
+  health.component('database', () => {
+    const t0 = performance.now()
+    db.$client.query('SELECT 1').get()
+    return { status: 'ok', latency_ms: Math.round((performance.now() - t0) * 1000) / 1000 }
+  })
+  health.component('jobs', () => ({ status: scheduler.hasFailures() ? 'degraded' : 'ok', ...scheduler.report() }))
+  health.readyCheck('database', () => {
+    db.$client.run(`INSERT INTO relay_state (key, value) VALUES ('ready_probe', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, [String(clock.now())])
+    return null
+  })
+  health.readyCheck('blob_store', () => {
+    const probe = join(paths.tmp, `.ready-${process.pid}`)
+    try {
+      writeFileSync(probe, 'ok')
+      rmSync(probe)
+      return null
+    } catch (err) {
+      return `blob directory not writable: ${(err as Error).message}`
+    }
+  })
+
+  const app = createApp({ config, clock, logger, authenticator })
+    .use(healthRoutes(health))
+    .use(docsRoutes(VERSION))
+    .use(agentRoutes(agents))
+
+  /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
+  async function handle(request: Request): Promise<Response> {
+    try {
+      return await app.handle(request)
+    } catch (err) {
+      logger.error('request escaped the pipeline', { error: String(err), stack: (err as Error)?.stack })
+      return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
+    }
+  }
+
+  let server: Server<unknown> | undefined
+  let suspensionTimer: ReturnType<typeof setInterval> | undefined
+
+  async function start(): Promise<{ port: number; url: string }> {
+    server = Bun.serve({
+      hostname: config.host,
+      port: config.port,
+      // JSON bodies are capped at 2 MiB by the pipeline; uploads stream up to the blob limit
+      maxRequestBodySize: config.blobs.maxSizeBytes + 1024 * 1024,
+      fetch: (request) => handle(request),
+      error: (err) => {
+        logger.error('server error', { error: String(err) })
+        return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
+      },
+    })
+    scheduler.start()
+    suspensionTimer = setInterval(watchSuspensions, SUSPENSION_POLL_MS)
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
+    return { port: server.port as number, url }
+  }
+
+  let stopped = false
+  /** Graceful stop: no new requests, in-flight ones finish, jobs end, WAL checkpointed, DB closed. */
+  async function stop(): Promise<void> {
+    if (stopped) return
+    stopped = true
+    clearInterval(suspensionTimer)
+    if (server) await server.stop(false)
+    await scheduler.stop()
+    try {
+      db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
+    } catch (err) {
+      logger.warn('WAL checkpoint failed', { error: String(err) })
+    }
+    db.$client.close()
+  }
+
+  return {
+    config,
+    clock,
+    logger,
+    db,
+    paths,
+    events,
+    scheduler,
+    health,
+    services: { agents, authenticator },
+    repos: { agents: agentsRepo, replay: replayRepo },
+    app,
+    handle,
+    start,
+    stop,
+    watchSuspensions,
+  }
+}
+
+export type Relay = ReturnType<typeof createRelay>

@@ -1,0 +1,118 @@
+/**
+ * Request authentication, SPEC §1.2, in its exact order: header shape (401 unauthorized), timestamp
+ * window (401 timestamp_expired), signature (401 invalid_signature), replay (409 replay_detected), then
+ * the agent (auto-created; 403 agent_suspended). Shared by HTTP requests and WebSocket auth frames.
+ */
+import { canonicalString, wsCanonicalString } from '../auth/canonical.ts'
+import { decodePublicKey, decodeSignature } from '../auth/keys.ts'
+import { verifyEd25519 } from '../auth/verify.ts'
+import { RelayError } from '../errors.ts'
+import type { Clock } from '../lib/clock.ts'
+import type { AgentRow, AgentsRepo } from '../storage/agents-repo.ts'
+import type { ReplayRepo } from '../storage/replay-repo.ts'
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
+
+/** Parses an RFC 3339 timestamp strictly; null when malformed or out of range. */
+export function parseRfc3339(text: string): number | null {
+  const m = RFC3339.exec(text)
+  if (!m) return null
+  const [, , mo, d, h, mi, s] = m.map(Number)
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return null
+  const ms = Date.parse(text.toUpperCase())
+  return Number.isFinite(ms) ? ms : null
+}
+
+/** Writes of last_active_at are coalesced to one per agent per this many ms (SPEC §1.2). */
+const TOUCH_INTERVAL_MS = 10_000
+
+export interface SignedInput {
+  publicKey: string | null
+  timestamp: string | null
+  signature: string | null
+}
+
+export interface PrecheckedAuth {
+  publicKey: string
+  keyBytes: Uint8Array
+  signature: string
+  sigBytes: Uint8Array
+  timestamp: string
+}
+
+export class Authenticator {
+  private readonly lastTouch = new Map<string, number>()
+
+  constructor(
+    private readonly agents: AgentsRepo,
+    private readonly replay: ReplayRepo,
+    private readonly clock: Clock,
+    private readonly toleranceMs: number,
+  ) {}
+
+  /** Steps 1–5 for an HTTP request; `bodyHash` is over the raw body bytes. */
+  authenticateRequest(input: SignedInput, method: string, pathWithQuery: string, bodyHash: string): AgentRow {
+    const pre = this.checkHeaders(input)
+    return this.finish(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
+  }
+
+  /** Steps 1–5 for a WebSocket auth frame (canonical string `WS\n` + timestamp). */
+  authenticateWs(input: SignedInput): AgentRow {
+    const pre = this.checkHeaders(input)
+    return this.finish(pre, wsCanonicalString(pre.timestamp))
+  }
+
+  /**
+   * Steps 1–2 only: header shape and timestamp window. Streamed uploads call this before reading a
+   * byte, then `finish` once the body hash is known.
+   */
+  checkHeaders(input: SignedInput): PrecheckedAuth {
+    const { publicKey, timestamp, signature } = input
+    if (!publicKey || !timestamp || !signature) {
+      throw new RelayError('unauthorized', 'Missing authentication: X-M2M-Public-Key, X-M2M-Timestamp and X-M2M-Signature are required')
+    }
+    const keyBytes = decodePublicKey(publicKey)
+    if (!keyBytes) throw new RelayError('unauthorized', 'Malformed public key: expected 43 base64url characters (32 bytes)')
+    const sigBytes = decodeSignature(signature)
+    if (!sigBytes) throw new RelayError('unauthorized', 'Malformed signature: expected unpadded base64url of 64 bytes')
+    const at = parseRfc3339(timestamp)
+    if (at === null) throw new RelayError('unauthorized', 'Malformed timestamp: expected RFC 3339')
+    if (Math.abs(this.clock.now() - at) > this.toleranceMs) {
+      throw new RelayError('timestamp_expired', `Timestamp is outside the allowed window of ±${Math.round(this.toleranceMs / 1000)} s`)
+    }
+    return { publicKey, keyBytes, signature, sigBytes, timestamp }
+  }
+
+  /** Steps 3–5: signature over the canonical text, replay cache, agent. */
+  finish(pre: PrecheckedAuth, canonicalText: string): AgentRow {
+    if (!verifyEd25519(pre.keyBytes, canonicalText, pre.sigBytes)) {
+      throw new RelayError('invalid_signature', 'Signature does not verify')
+    }
+    // kept for twice the window: a replay is only possible while the timestamp is inside it
+    if (!this.replay.remember(pre.publicKey, pre.signature, this.clock.now() + 2 * this.toleranceMs)) {
+      throw new RelayError('replay_detected', 'This signature was already used')
+    }
+    return this.resolveAgent(pre.publicKey)
+  }
+
+  /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */
+  private resolveAgent(publicKey: string): AgentRow {
+    const now = this.clock.now()
+    const agent = this.agents.findOrCreate(publicKey, now)
+    if (agent.status === 'suspended') throw new RelayError('agent_suspended', 'This agent is suspended')
+    const last = this.lastTouch.get(publicKey) ?? agent.lastActiveAt
+    if (now - last >= TOUCH_INTERVAL_MS) {
+      this.agents.touch(publicKey, now)
+      agent.lastActiveAt = now
+      this.lastTouch.set(publicKey, now)
+    } else if (!this.lastTouch.has(publicKey)) {
+      this.lastTouch.set(publicKey, last)
+    }
+    return agent
+  }
+
+  /** Forgets coalescing state of a deleted agent. */
+  forget(publicKey: string): void {
+    this.lastTouch.delete(publicKey)
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The database schema. Times are integer milliseconds since the epoch; JSON documents are TEXT holding
+ * the exact serialization the relay returns. Migrations in migrations/ are generated from this file
+ * by drizzle-kit (`npm run db:generate`); a released migration is never edited.
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+export const agents = sqliteTable(
+  'agents',
+  {
+    publicKey: text('public_key').primaryKey(),
+    displayName: text('display_name'),
+    status: text('status', { enum: ['active', 'suspended'] }).notNull().default('active'),
+    suspendedReason: text('suspended_reason'),
+    visibility: text('visibility', { enum: ['public', 'private'] }).notNull().default('private'),
+    inboxPolicy: text('inbox_policy', { enum: ['open', 'closed', 'allowlist', 'blocklist'] })
+      .notNull()
+      .default('blocklist'),
+    metadata: text('metadata').notNull().default('{}'),
+    capabilities: text('capabilities').notNull().default('[]'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    lastActiveAt: integer('last_active_at').notNull(),
+  },
+  (t) => [
+    // discovery: public active agents by recency (SPEC §3 ordering)
+    index('agents_discover_idx').on(t.visibility, t.status, t.lastActiveAt, t.publicKey),
+    // a running relay picks up operator suspensions by scanning recent changes
+    index('agents_updated_idx').on(t.updatedAt),
+  ],
+)
+
+/** One row per (agent, tag) so that tag filters and the catalog use an index. */
+export const agentTags = sqliteTable(
+  'agent_tags',
+  {
+    publicKey: text('public_key')
+      .notNull()
+      .references(() => agents.publicKey, { onDelete: 'cascade' }),
+    tag: text('tag').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.publicKey, t.tag] }), index('agent_tags_tag_idx').on(t.tag, t.publicKey)],
+)
+
+/** Accepted (public key, signature) pairs, kept past the timestamp window so replays fail after a restart. */
+export const replayCache = sqliteTable(
+  'replay_cache',
+  {
+    signature: text('signature').primaryKey(),
+    publicKey: text('public_key').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('replay_cache_expires_idx').on(t.expiresAt)],
+)
+
+export const messages = sqliteTable(
+  'messages',
+  {
+    messageId: text('message_id').primaryKey(),
+    senderKey: text('sender_key').notNull(),
+    recipientKey: text('recipient_key').notNull(),
+    contentType: text('content_type').notNull(),
+    /** Serialized JSON of `body`; null when absent or dropped at expiry. */
+    body: text('body'),
+    /** Serialized JSON array of attachments; null when none or dropped at expiry. */
+    attachments: text('attachments'),
+    threadId: text('thread_id'),
+    inReplyTo: text('in_reply_to'),
+    metadata: text('metadata'),
+    status: text('status', { enum: ['sent', 'delivered', 'expired'] }).notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+    deliveredAt: integer('delivered_at'),
+  },
+  (t) => [
+    index('messages_inbox_idx').on(t.recipientKey, t.status, t.createdAt, t.messageId),
+    index('messages_thread_idx').on(t.threadId, t.createdAt, t.messageId),
+    index('messages_sender_idx').on(t.senderKey, t.createdAt),
+    index('messages_reply_idx').on(t.inReplyTo),
+    index('messages_expiry_idx').on(t.status, t.expiresAt),
+  ],
+)
+
+/** Which unexpired messages attach which blobs: read access and the delete guard of SPEC §6. */
+export const messageBlobs = sqliteTable(
+  'message_blobs',
+  {
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.messageId, { onDelete: 'cascade' }),
+    blobId: text('blob_id').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.messageId, t.blobId] }), index('message_blobs_blob_idx').on(t.blobId, t.expiresAt)],
+)
+
+export const aclEntries = sqliteTable(
+  'acl_entries',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    ownerKey: text('owner_key').notNull(),
+    peerKey: text('peer_key').notNull(),
+    entryType: text('entry_type', { enum: ['allow', 'block'] }).notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('acl_owner_peer_idx').on(t.ownerKey, t.peerKey), index('acl_owner_created_idx').on(t.ownerKey, t.id)],
+)
+
+export const blobs = sqliteTable(
+  'blobs',
+  {
+    blobId: text('blob_id').primaryKey(),
+    ownerKey: text('owner_key').notNull(),
+    hash: text('hash').notNull(),
+    sizeBytes: integer('size_bytes').notNull(),
+    contentType: text('content_type').notNull(),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [
+    index('blobs_owner_hash_idx').on(t.ownerKey, t.hash),
+    index('blobs_hash_idx').on(t.hash),
+    index('blobs_expires_idx').on(t.expiresAt),
+  ],
+)
+
+export const webhooks = sqliteTable('webhooks', {
+  publicKey: text('public_key').primaryKey(),
+  url: text('url').notNull(),
+  /** base64url of the 32-byte HMAC key; never returned by the API. */
+  secret: text('secret').notNull(),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  consecutiveFailures: integer('consecutive_failures').notNull().default(0),
+  createdAt: integer('created_at').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+/** The durable webhook outbox: one row per message per webhook, attempts counted on it. */
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    deliveryId: text('delivery_id').primaryKey(),
+    publicKey: text('public_key').notNull(),
+    messageId: text('message_id').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    state: text('state', { enum: ['pending', 'in_flight', 'succeeded', 'dropped'] }).notNull(),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    lastError: text('last_error'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_message_idx').on(t.messageId, t.publicKey),
+    index('webhook_deliveries_due_idx').on(t.state, t.nextAttemptAt),
+    index('webhook_deliveries_agent_idx').on(t.publicKey),
+  ],
+)
+
+/** Small key/value store for relay-wide facts (e.g. the message sequence high-water mark). */
+export const relayState = sqliteTable('relay_state', {
+  key: text('key').primaryKey(),
+  value: text('value').notNull(),
+})
+
