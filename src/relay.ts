@@ -26,6 +26,22 @@ import { openDatabase, type Db } from './storage/db.ts'
 import { ReplayRepo } from './storage/replay-repo.ts'
 import { VERSION } from './version.ts'
 
+export interface FeatureContext {
+  config: Config
+  clock: Clock
+  logger: Logger
+  db: Db
+  paths: ReturnType<typeof dataPaths>
+  events: RelayEvents
+  scheduler: Scheduler
+  health: HealthService
+  agents: AgentsService
+  authenticator: Authenticator
+  fetch: typeof fetch
+  /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before the DB closes. */
+  onStop: (() => void | Promise<void>)[]
+}
+
 export interface RelayDeps {
   clock?: Clock
   logger?: Logger
@@ -107,6 +123,24 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     }
   })
 
+  /** What every feature module receives to build its repositories, services, routes and jobs. */
+  const ctx: FeatureContext = {
+    config,
+    clock,
+    logger,
+    db,
+    paths,
+    events,
+    scheduler,
+    health,
+    agents,
+    authenticator,
+    fetch: deps.fetch ?? fetch,
+    onStop: [],
+  }
+  // Feature modules, one line each (see src/features/).
+  const features = {}
+
   const app = createApp({ config, clock, logger, authenticator })
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))
@@ -151,6 +185,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     clearInterval(suspensionTimer)
     if (server) await server.stop(false)
     await scheduler.stop()
+    for (const step of ctx.onStop) await step()
     try {
       db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
     } catch (err) {
@@ -168,6 +203,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     events,
     scheduler,
     health,
+    ctx,
+    features,
     services: { agents, authenticator },
     repos: { agents: agentsRepo, replay: replayRepo },
     app,

@@ -116,13 +116,13 @@ describe('step 3: signature → 401 invalid_signature', () => {
 describe('step 4: replay → 409 replay_detected', () => {
   test('the same request twice', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
-    const copy = req.clone()
+    const copy = req.clone() as Request
     expect((await t.handle(req)).status).toBe(200)
     await expectError(await t.handle(copy), 409, 'replay_detected')
   })
   test('a replay is refused after a restart', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
-    const copy = req.clone()
+    const copy = req.clone() as Request
     expect((await t.handle(req)).status).toBe(200)
     await t.restart()
     await expectError(await t.handle(copy), 409, 'replay_detected')
@@ -198,6 +198,6 @@ describe('independent implementation', () => {
       }),
     )
     expect(res.status).toBe(200)
-    expect((await res.json()).display_name).toBe('noble')
+    expect(((await res.json()) as any).display_name).toBe('noble')
   })
 })
