@@ -67,12 +67,19 @@ export function createApp(deps: AppDeps) {
     .onParse({ as: 'global' }, async ({ request, path }) => {
       const state = stateOf(request) as RequestState
       if (streamedBodies.has(path)) return null
-      state.raw = await readRawBody(request, MAX_JSON_REQUEST_BYTES)
+      try {
+        state.raw = await readRawBody(request, MAX_JSON_REQUEST_BYTES)
+      } catch (err) {
+        // Elysia would turn a throw here into a parse error; the transform step rethrows it as is
+        state.bodyError = err
+        return null
+      }
       state.parsed = decodeJson(state.raw)
       return state.parsed === PARSE_FAILED ? null : (state.parsed ?? null)
     })
     .onTransform({ as: 'global' }, async ({ request, path }) => {
       const state = stateOf(request) as RequestState
+      if (state.bodyError) throw state.bodyError
       if (isPublicPath(path)) return
       if (state.raw === undefined && request.body && !request.bodyUsed && !streamedBodies.has(path)) {
         state.raw = await readRawBody(request, MAX_JSON_REQUEST_BYTES)

@@ -9,6 +9,8 @@ export interface RequestState {
   raw?: Uint8Array
   /** Parsed JSON body, or PARSE_FAILED. */
   parsed?: unknown
+  /** A failure while reading the body (e.g. 413), raised once the pipeline can render it. */
+  bodyError?: unknown
   agent?: AgentRow
   /** Streamed uploads: header checks passed, signature still to verify against the streamed hash. */
   pendingAuth?: PrecheckedAuth

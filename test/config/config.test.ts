@@ -1,0 +1,128 @@
+/** Configuration (SPEC §13): precedence, parsing, and one clear line for a bad value. */
+import { afterAll, describe, expect, test } from 'bun:test'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, defaultConfig, loadConfig } from '../../src/config/load.ts'
+import { OPTIONS } from '../../src/config/options.ts'
+import { parseDurationMs, parseSizeBytes } from '../../src/lib/units.ts'
+import { tempDir } from '../support/harness.ts'
+
+const dir = tempDir('relay-config-')
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('defaults', () => {
+  test('match SPEC §13', () => {
+    const c = defaultConfig()
+    expect(c.host).toBe('127.0.0.1')
+    expect(c.port).toBe(8080)
+    expect(c.dataDir).toBe('./data')
+    expect(c.logLevel).toBe('info')
+    expect(c.timestampToleranceMs).toBe(300_000)
+    expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120 })
+    expect(c.blobs).toEqual({ maxSizeBytes: 100 * 1024 ** 2, quotaBytes: 1024 ** 3, unattachedTtlMs: 86_400_000 })
+    expect(c.messages.expiredRetentionMs).toBe(7 * 86_400_000)
+    expect(c.ws.maxConnections).toBe(5)
+    expect(c.webhooks.retryDelaysMs).toEqual([60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000])
+    expect(c.webhooks.timeoutMs).toBe(10_000)
+    expect(c.webhooks.disableAfter).toBe(3)
+    expect(c.webhooks.allowPrivateTargets).toBe(false)
+    expect(c.sweepIntervalMs).toBe(30_000)
+  })
+  test('every option of the SPEC table has its variable', () => {
+    const envs = OPTIONS.map((o) => o.env)
+    for (const v of [
+      'RELAY_HOST', 'RELAY_PORT', 'RELAY_DATA_DIR', 'RELAY_LOG_LEVEL', 'RELAY_TIMESTAMP_TOLERANCE', 'RELAY_RATE_SEND_PER_MIN',
+      'RELAY_RATE_POLL_PER_MIN', 'RELAY_BLOB_MAX_SIZE', 'RELAY_BLOB_QUOTA', 'RELAY_BLOB_UNATTACHED_TTL', 'RELAY_EXPIRED_RETENTION',
+      'RELAY_WS_MAX_CONNECTIONS', 'RELAY_WEBHOOK_RETRY_DELAYS', 'RELAY_WEBHOOK_TIMEOUT', 'RELAY_WEBHOOK_DISABLE_AFTER',
+      'RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS', 'RELAY_SWEEP_INTERVAL',
+    ]) expect(envs).toContain(v)
+  })
+  test('the repository relay.config.ts holds exactly the defaults', async () => {
+    const fromRepo = await loadConfig({ cwd: join(import.meta.dir, '../..'), env: {} })
+    expect({ ...fromRepo, dataDir: './data' }).toEqual(defaultConfig())
+  })
+})
+
+describe('units', () => {
+  test('durations', () => {
+    expect(parseDurationMs('500ms')).toBe(500)
+    expect(parseDurationMs('30s')).toBe(30_000)
+    expect(parseDurationMs('5m')).toBe(300_000)
+    expect(parseDurationMs('1h')).toBe(3_600_000)
+    expect(parseDurationMs('7d')).toBe(604_800_000)
+    expect(parseDurationMs('1.5s')).toBe(1500)
+    expect(parseDurationMs('1500')).toBe(1500)
+    for (const bad of ['', 's', '5 minutes', '-1s', '1w', 'abc']) expect(parseDurationMs(bad)).toBeNull()
+  })
+  test('sizes', () => {
+    expect(parseSizeBytes('1B')).toBe(1)
+    expect(parseSizeBytes('512KiB')).toBe(512 * 1024)
+    expect(parseSizeBytes('100MiB')).toBe(100 * 1024 ** 2)
+    expect(parseSizeBytes('1GiB')).toBe(1024 ** 3)
+    expect(parseSizeBytes('1mib')).toBe(1024 ** 2)
+    for (const bad of ['', 'MiB', '1MB', '-5', 'lots']) expect(parseSizeBytes(bad)).toBeNull()
+  })
+})
+
+describe('precedence: defaults ← file ← env ← flags', () => {
+  const file = join(dir, 'custom.config.ts')
+  writeFileSync(file, `export default { port: 1111, host: '0.0.0.0', rateLimits: { sendPerMin: 5 }, webhooks: { allowPrivateTargets: true } }\n`)
+
+  test('file over defaults', async () => {
+    const c = await loadConfig({ cwd: dir, env: {}, flags: { config: file } })
+    expect([c.port, c.host, c.rateLimits.sendPerMin, c.rateLimits.pollPerMin, c.webhooks.allowPrivateTargets]).toEqual([1111, '0.0.0.0', 5, 120, true])
+  })
+  test('env over file', async () => {
+    const c = await loadConfig({ cwd: dir, env: { RELAY_PORT: '2222', RELAY_RATE_SEND_PER_MIN: '0' }, flags: { config: file } })
+    expect([c.port, c.host, c.rateLimits.sendPerMin]).toEqual([2222, '0.0.0.0', 0])
+  })
+  test('flags over env', async () => {
+    const c = await loadConfig({ cwd: dir, env: { RELAY_PORT: '2222', RELAY_DATA_DIR: '/tmp/x' }, flags: { config: file, port: '3333', 'data-dir': 'rel' } })
+    expect(c.port).toBe(3333)
+    expect(c.dataDir).toBe(join(dir, 'rel'))
+  })
+  test('relay.config.ts in the working directory is picked up', async () => {
+    const d = tempDir('relay-config-cwd-')
+    writeFileSync(join(d, 'relay.config.ts'), `export default { sweepInterval: '5s' }\n`)
+    expect((await loadConfig({ cwd: d, env: {} })).sweepIntervalMs).toBe(5000)
+    rmSync(d, { recursive: true })
+  })
+})
+
+describe('a bad value stops start-up with one line naming the variable', () => {
+  const bad: [Record<string, string>, string][] = [
+    [{ RELAY_PORT: '70000' }, 'RELAY_PORT'],
+    [{ RELAY_PORT: 'http' }, 'RELAY_PORT'],
+    [{ RELAY_LOG_LEVEL: 'loud' }, 'RELAY_LOG_LEVEL'],
+    [{ RELAY_TIMESTAMP_TOLERANCE: 'soon' }, 'RELAY_TIMESTAMP_TOLERANCE'],
+    [{ RELAY_RATE_SEND_PER_MIN: '-1' }, 'RELAY_RATE_SEND_PER_MIN'],
+    [{ RELAY_RATE_POLL_PER_MIN: '1.5' }, 'RELAY_RATE_POLL_PER_MIN'],
+    [{ RELAY_BLOB_MAX_SIZE: '100MB' }, 'RELAY_BLOB_MAX_SIZE'],
+    [{ RELAY_WEBHOOK_RETRY_DELAYS: '1m,,5x' }, 'RELAY_WEBHOOK_RETRY_DELAYS'],
+    [{ RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'perhaps' }, 'RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS'],
+    [{ RELAY_WS_MAX_CONNECTIONS: '0' }, 'RELAY_WS_MAX_CONNECTIONS'],
+    [{ RELAY_METRICS_ADDR: 'nohost' }, 'RELAY_METRICS_ADDR'],
+  ]
+  for (const [env, name] of bad) {
+    test(`${name}=${Object.values(env)[0]}`, async () => {
+      const err = await loadConfig({ cwd: dir, env }).then(
+        () => null,
+        (e) => e,
+      )
+      expect(err).toBeInstanceOf(ConfigError)
+      expect(err.message).toContain(name)
+      expect(err.message).not.toContain('\n')
+    })
+  }
+  test('an unknown key in the config file', async () => {
+    const f = join(dir, 'typo.config.ts')
+    writeFileSync(f, `export default { prot: 1 }\n`)
+    await expect(loadConfig({ cwd: dir, env: {}, flags: { config: f } })).rejects.toThrow('unknown option "prot"')
+  })
+  test('a missing --config file', async () => {
+    await expect(loadConfig({ cwd: dir, env: {}, flags: { config: 'nope.ts' } })).rejects.toThrow('file not found')
+  })
+  test('a bad flag value names the flag', async () => {
+    await expect(loadConfig({ cwd: dir, env: {}, flags: { port: 'x' } })).rejects.toThrow('--port')
+  })
+})
