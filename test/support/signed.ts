@@ -2,11 +2,16 @@ import { bodyHash } from '../../src/auth/canonical.ts'
 import { signRequest, type KeyPair } from '../../src/auth/sign.ts'
 import { BASE_URL } from './harness.ts'
 
-let last = 0
-/** A timestamp unique within this process, from the given clock time. */
-export function uniqueTimestamp(nowMs: number): string {
-  last = Math.max(nowMs, last + 1)
-  return new Date(last).toISOString()
+const lastByKey = new Map<string, number>()
+/**
+ * A timestamp unique per key within this process, from the given clock time. Test files run relays
+ * with their own fake clocks, so a clock far behind the last value starts afresh.
+ */
+export function uniqueTimestamp(nowMs: number, key = ''): string {
+  const last = lastByKey.get(key) ?? 0
+  const ms = nowMs < last - 60_000 ? nowMs : Math.max(nowMs, last + 1)
+  lastByKey.set(key, ms)
+  return new Date(ms).toISOString()
 }
 
 /**
@@ -25,7 +30,7 @@ export function signed(
     headers?: Record<string, string>
   } = {},
 ): Request {
-  const timestamp = opts.timestamp ?? uniqueTimestamp(opts.nowMs ?? Date.now())
+  const timestamp = opts.timestamp ?? uniqueTimestamp(opts.nowMs ?? Date.now(), keys.publicKey)
   const s = opts.sign ?? {}
   const h = signRequest(keys, s.method ?? method, s.path ?? path, undefined, s.timestamp ?? timestamp, bodyHash(s.body ?? opts.body))
   const headers: Record<string, string> = { ...h, 'X-M2M-Timestamp': timestamp, ...opts.headers }
