@@ -23,6 +23,7 @@ import { HealthService } from './services/health.ts'
 import { deleteAgentData } from './storage/agent-cleanup.ts'
 import { AgentsRepo } from './storage/agents-repo.ts'
 import { openDatabase, type Db } from './storage/db.ts'
+import { GroupCommit } from './storage/group-commit.ts'
 import { ReplayRepo } from './storage/replay-repo.ts'
 import { VERSION } from './version.ts'
 
@@ -37,6 +38,8 @@ export interface FeatureContext {
   health: HealthService
   agents: AgentsService
   authenticator: Authenticator
+  /** Group commit for writes that many requests can share (replay cache, activity). */
+  writes: GroupCommit
   fetch: typeof fetch
   /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before the DB closes. */
   onStop: (() => void | Promise<void>)[]
@@ -80,7 +83,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
 
   const agentsRepo = new AgentsRepo(db)
   const replayRepo = new ReplayRepo(db)
-  const authenticator = new Authenticator(agentsRepo, replayRepo, clock, config.timestampToleranceMs)
+  const writes = new GroupCommit(db.$client, (err) => logger.error('background write failed', { error: String(err) }))
+  const authenticator = new Authenticator(agentsRepo, replayRepo, writes, clock, config.timestampToleranceMs)
   const agents = new AgentsService(db, agentsRepo, clock, events)
   agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
   events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
@@ -92,12 +96,13 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     return { removed }
   })
 
-  // operator suspensions written by another process (relay admin) reach the running relay here
-  let suspensionsSeen = clock.now()
+  // operator changes written by another process (relay admin) reach the running relay here
+  let changesSeen = clock.now()
   const watchSuspensions = () => {
-    for (const row of agentsRepo.suspendedSince(suspensionsSeen)) {
-      suspensionsSeen = Math.max(suspensionsSeen, row.updatedAt)
-      events.emit('agentGone', { publicKey: row.publicKey, reason: 'suspended' })
+    for (const row of agentsRepo.changedSince(changesSeen)) {
+      changesSeen = Math.max(changesSeen, row.updatedAt)
+      agentsRepo.invalidate(row.publicKey)
+      if (row.status === 'suspended') events.emit('agentGone', { publicKey: row.publicKey, reason: 'suspended' })
     }
   }
 
@@ -135,6 +140,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     health,
     agents,
     authenticator,
+    writes,
     fetch: deps.fetch ?? fetch,
     onStop: [],
   }
@@ -186,6 +192,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     if (server) await server.stop(false)
     await scheduler.stop()
     for (const step of ctx.onStop) await step()
+    writes.flush()
     try {
       db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
     } catch (err) {

@@ -93,7 +93,7 @@ export function createApp(deps: AppDeps) {
         state.pendingAuth = authenticator.checkHeaders(input)
         return
       }
-      state.agent = authenticator.authenticateRequest(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
+      state.agent = await authenticator.authenticateRequest(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
       if (state.parsed === PARSE_FAILED) throw new RelayError('bad_request', 'Malformed request body: expected JSON')
     })
     .onError({ as: 'global' }, ({ code, error, request, path, set }) => {

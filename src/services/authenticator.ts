@@ -9,6 +9,7 @@ import { verifyEd25519 } from '../auth/verify.ts'
 import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AgentRow, AgentsRepo } from '../storage/agents-repo.ts'
+import type { GroupCommit } from '../storage/group-commit.ts'
 import type { ReplayRepo } from '../storage/replay-repo.ts'
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
@@ -40,24 +41,29 @@ export interface PrecheckedAuth {
   timestamp: string
 }
 
+const replayError = () => new RelayError('replay_detected', 'This signature was already used')
+
 export class Authenticator {
   private readonly lastTouch = new Map<string, number>()
+  /** Signatures verified whose replay-cache insert is not committed yet. */
+  private readonly pendingSignatures = new Set<string>()
 
   constructor(
     private readonly agents: AgentsRepo,
     private readonly replay: ReplayRepo,
+    private readonly writes: GroupCommit,
     private readonly clock: Clock,
     private readonly toleranceMs: number,
   ) {}
 
   /** Steps 1–5 for an HTTP request; `bodyHash` is over the raw body bytes. */
-  authenticateRequest(input: SignedInput, method: string, pathWithQuery: string, bodyHash: string): AgentRow {
+  authenticateRequest(input: SignedInput, method: string, pathWithQuery: string, bodyHash: string): Promise<AgentRow> {
     const pre = this.checkHeaders(input)
     return this.finish(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
   }
 
   /** Steps 1–5 for a WebSocket auth frame (canonical string `WS\n` + timestamp). */
-  authenticateWs(input: SignedInput): AgentRow {
+  authenticateWs(input: SignedInput): Promise<AgentRow> {
     const pre = this.checkHeaders(input)
     return this.finish(pre, wsCanonicalString(pre.timestamp))
   }
@@ -83,16 +89,30 @@ export class Authenticator {
     return { publicKey, keyBytes, signature, sigBytes, timestamp }
   }
 
-  /** Steps 3–5: signature over the canonical text, replay cache, agent. */
-  finish(pre: PrecheckedAuth, canonicalText: string): AgentRow {
+  /**
+   * Steps 3–5: signature over the canonical text, then the replay cache, then the agent. The
+   * signature is recorded by a group commit shared with concurrent requests; the insert itself tells
+   * whether the pair was seen before, so no read is needed, and nothing happens for a replay.
+   */
+  async finish(pre: PrecheckedAuth, canonicalText: string): Promise<AgentRow> {
     if (!verifyEd25519(pre.keyBytes, canonicalText, pre.sigBytes)) {
       throw new RelayError('invalid_signature', 'Signature does not verify')
     }
+    const { signature, publicKey } = pre
+    if (this.pendingSignatures.has(signature)) throw replayError()
+    this.pendingSignatures.add(signature)
     // kept for twice the window: a replay is only possible while the timestamp is inside it
-    if (!this.replay.remember(pre.publicKey, pre.signature, this.clock.now() + 2 * this.toleranceMs)) {
-      throw new RelayError('replay_detected', 'This signature was already used')
+    const expiresAt = this.clock.now() + 2 * this.toleranceMs
+    let fresh = false
+    try {
+      await this.writes.write(() => {
+        fresh = this.replay.remember(publicKey, signature, expiresAt)
+      })
+    } finally {
+      this.pendingSignatures.delete(signature)
     }
-    return this.resolveAgent(pre.publicKey)
+    if (!fresh) throw replayError()
+    return this.resolveAgent(publicKey)
   }
 
   /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */
@@ -102,8 +122,8 @@ export class Authenticator {
     if (agent.status === 'suspended') throw new RelayError('agent_suspended', 'This agent is suspended')
     const last = this.lastTouch.get(publicKey) ?? agent.lastActiveAt
     if (now - last >= TOUCH_INTERVAL_MS) {
-      this.agents.touch(publicKey, now)
-      agent.lastActiveAt = now
+      this.agents.markActive(publicKey, now)
+      this.writes.writeLater(() => this.agents.touch(publicKey, now))
       this.lastTouch.set(publicKey, now)
     } else if (!this.lastTouch.has(publicKey)) {
       this.lastTouch.set(publicKey, last)

@@ -1,4 +1,4 @@
-import { and, eq, gt, sql } from 'drizzle-orm'
+import { eq, gt } from 'drizzle-orm'
 import type { Db } from './db.ts'
 import { agents } from './schema.ts'
 
@@ -7,15 +7,45 @@ export type AgentProfileFields = Partial<
   Pick<AgentRow, 'displayName' | 'visibility' | 'inboxPolicy' | 'metadata' | 'capabilities'>
 >
 
-/** Agent records. Methods take `now` from the caller; no rule lives here. */
+/** Rows kept in memory; every signed request reads its caller's row. */
+const CACHE_MAX = 20_000
+
+/**
+ * Agent records. Methods take `now` from the caller; no rule lives here. Rows are cached in memory
+ * (LRU); every write through this repository updates or drops the cached row, and changes made by
+ * another process (`relay admin`) are dropped by `invalidate` from the relay's change watcher.
+ */
 export class AgentsRepo {
   private readonly byKey
+  private readonly cache = new Map<string, AgentRow>()
   constructor(private readonly db: Db) {
-    this.byKey = db.select().from(agents).where(eq(agents.publicKey, sql.placeholder('key'))).prepare()
+    this.byKey = db.$client.prepare<Record<string, unknown>, [string]>('SELECT * FROM agents WHERE public_key = ?')
   }
 
   find(publicKey: string): AgentRow | undefined {
-    return this.byKey.get({ key: publicKey })
+    const hit = this.cache.get(publicKey)
+    if (hit) {
+      this.cache.delete(publicKey)
+      this.cache.set(publicKey, hit)
+      return hit
+    }
+    const raw = this.byKey.get(publicKey)
+    if (!raw) return undefined
+    const row = fromRaw(raw)
+    this.cache.set(publicKey, row)
+    if (this.cache.size > CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string)
+    return row
+  }
+
+  /** Drops a cached row so the next read comes from the database. */
+  invalidate(publicKey: string): void {
+    this.cache.delete(publicKey)
+  }
+
+  /** Records activity in memory at once; `touch` persists it (coalesced by the caller). */
+  markActive(publicKey: string, now: number): void {
+    const row = this.cache.get(publicKey)
+    if (row) row.lastActiveAt = now
   }
 
   /** Creates an agent with the defaults of SPEC §2.1 unless it exists; returns the stored row. */
@@ -32,6 +62,7 @@ export class AgentsRepo {
 
   updateProfile(publicKey: string, fields: AgentProfileFields, now: number): void {
     this.db.update(agents).set({ ...fields, updatedAt: now }).where(eq(agents.publicKey, publicKey)).run()
+    this.invalidate(publicKey)
   }
 
   touch(publicKey: string, now: number): void {
@@ -40,6 +71,7 @@ export class AgentsRepo {
 
   delete(publicKey: string): void {
     this.db.delete(agents).where(eq(agents.publicKey, publicKey)).run()
+    this.invalidate(publicKey)
   }
 
   /** Suspends a key, creating a suspended record for an unknown one (SPEC §2.3). */
@@ -49,6 +81,7 @@ export class AgentsRepo {
       .values({ publicKey, status: 'suspended', suspendedReason: reason, createdAt: now, updatedAt: now, lastActiveAt: now })
       .onConflictDoUpdate({ target: agents.publicKey, set: { status: 'suspended', suspendedReason: reason, updatedAt: now } })
       .run()
+    this.invalidate(publicKey)
   }
 
   /** Returns false when the key has no record. */
@@ -57,15 +90,16 @@ export class AgentsRepo {
       `UPDATE agents SET status = 'active', suspended_reason = NULL, updated_at = ? WHERE public_key = ?`,
       [now, publicKey],
     )
+    this.invalidate(publicKey)
     return res.changes > 0
   }
 
-  /** Keys suspended by a change newer than `since` (ms), for a running relay to act on. */
-  suspendedSince(since: number): { publicKey: string; updatedAt: number }[] {
+  /** Agents changed after `since` (ms), e.g. by `relay admin` in another process. */
+  changedSince(since: number): { publicKey: string; status: AgentRow['status']; updatedAt: number }[] {
     return this.db
-      .select({ publicKey: agents.publicKey, updatedAt: agents.updatedAt })
+      .select({ publicKey: agents.publicKey, status: agents.status, updatedAt: agents.updatedAt })
       .from(agents)
-      .where(and(eq(agents.status, 'suspended'), gt(agents.updatedAt, since)))
+      .where(gt(agents.updatedAt, since))
       .all()
   }
 
@@ -77,5 +111,21 @@ export class AgentsRepo {
       .orderBy(agents.publicKey)
       .limit(opts.limit)
       .all()
+  }
+}
+
+function fromRaw(r: Record<string, unknown>): AgentRow {
+  return {
+    publicKey: r.public_key as string,
+    displayName: r.display_name as string | null,
+    status: r.status as AgentRow['status'],
+    suspendedReason: r.suspended_reason as string | null,
+    visibility: r.visibility as AgentRow['visibility'],
+    inboxPolicy: r.inbox_policy as AgentRow['inboxPolicy'],
+    metadata: r.metadata as string,
+    capabilities: r.capabilities as string,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    lastActiveAt: r.last_active_at as number,
   }
 }

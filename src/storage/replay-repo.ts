@@ -6,15 +6,22 @@ import type { Db } from './db.ts'
  */
 export class ReplayRepo {
   private readonly insert
+  private readonly exists
   private readonly prune
   constructor(db: Db) {
     const client = db.$client
     this.insert = client.prepare<unknown, [string, string, number]>(
       'INSERT OR IGNORE INTO replay_cache (signature, public_key, expires_at) VALUES (?, ?, ?)',
     )
+    this.exists = client.prepare<{ one: number }, [string]>('SELECT 1 AS one FROM replay_cache WHERE signature = ?')
     this.prune = client.prepare<unknown, [number, number]>(
       'DELETE FROM replay_cache WHERE rowid IN (SELECT rowid FROM replay_cache WHERE expires_at <= ? LIMIT ?)',
     )
+  }
+
+  /** True when the signature was accepted before (and is still kept). */
+  has(signature: string): boolean {
+    return this.exists.get(signature) !== null
   }
 
   /** Records the pair; false when it was already there (a replay). Atomic: one statement. */

@@ -1,0 +1,105 @@
+/** Shared helpers for the benchmark scripts: native signing, running the binary, RSS, percentiles. */
+import { spawn, spawnSync } from 'bun'
+import { createPrivateKey, sign as nativeSign } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { bodyHash, canonicalString } from '../src/auth/canonical.ts'
+import { generateKeyPair, type KeyPair } from '../src/auth/sign.ts'
+
+export const ROOT = resolve(import.meta.dir, '..')
+export const BINARY = join(ROOT, 'dist', 'relay')
+
+/** Builds dist/relay unless BENCH_NO_BUILD=1 and it exists. */
+export function ensureBinary(): string {
+  if (process.env.BENCH_NO_BUILD === '1' && existsSync(BINARY)) return BINARY
+  const r = spawnSync([process.execPath, 'build', '--compile', join(ROOT, 'src/main.ts'), '--outfile', BINARY], { cwd: ROOT })
+  if (r.exitCode !== 0) throw new Error(r.stderr.toString())
+  return BINARY
+}
+
+const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
+
+/** Fast native signer for load generation (the relay's client uses the portable @noble/curves). */
+export function nativeSigner(keys: KeyPair) {
+  const key = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, keys.seed]), format: 'der', type: 'pkcs8' })
+  return (method: string, pathWithQuery: string, timestamp: string, body?: string | Uint8Array) => ({
+    'X-M2M-Public-Key': keys.publicKey,
+    'X-M2M-Timestamp': timestamp,
+    'X-M2M-Signature': nativeSign(null, Buffer.from(canonicalString(method, pathWithQuery, timestamp, bodyHash(body))), key).toString('base64url'),
+  })
+}
+
+export function makeAgents(n: number) {
+  return Array.from({ length: n }, () => {
+    const keys = generateKeyPair()
+    return { keys, sign: nativeSigner(keys) }
+  })
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((res) => {
+    const s = createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => res(p))
+    })
+  })
+}
+
+export async function startRelayBinary(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-'))) {
+  const port = await freePort()
+  const t0 = performance.now()
+  const proc = spawn([BINARY, 'serve', '--port', String(port), '--data-dir', dataDir], {
+    env: { PATH: process.env.PATH ?? '', RELAY_LOG_LEVEL: 'warn', ...env },
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${port}`
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/v1/health/ready`)).status === 200) break
+    } catch {}
+    if (performance.now() - t0 > 15_000) throw new Error('relay not ready')
+    await Bun.sleep(1)
+  }
+  return { proc, url, port, dataDir, readyMs: performance.now() - t0 }
+}
+
+/** Resident set size of a process in MiB, from /proc. */
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m ? Number(m[1]) / 1024 : NaN
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}
+
+/** Runs `total` requests with `concurrency` workers; returns elapsed ms and sorted latencies. */
+export async function runLoad(total: number, concurrency: number, makeRequest: (i: number) => Promise<Response>) {
+  const latencies: number[] = new Array(total)
+  let next = 0
+  const statuses = new Map<number, number>()
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        const i = next++
+        if (i >= total) return
+        const s = performance.now()
+        const res = await makeRequest(i)
+        await res.arrayBuffer()
+        latencies[i] = performance.now() - s
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+      }
+    }),
+  )
+  const elapsed = performance.now() - t0
+  latencies.sort((a, b) => a - b)
+  return { elapsed, latencies, statuses: Object.fromEntries(statuses), perSecond: (total / elapsed) * 1000 }
+}
+
+export const fmt = (n: number, digits = 2) => n.toFixed(digits)
