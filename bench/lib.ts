@@ -14,7 +14,7 @@ export const BINARY = join(ROOT, 'dist', 'relay')
 /** Builds dist/relay unless BENCH_NO_BUILD=1 and it exists. */
 export function ensureBinary(): string {
   if (process.env.BENCH_NO_BUILD === '1' && existsSync(BINARY)) return BINARY
-  const r = spawnSync([process.execPath, 'build', '--compile', join(ROOT, 'src/main.ts'), '--outfile', BINARY], { cwd: ROOT })
+  const r = spawnSync([process.execPath, 'build', '--compile', '--minify', '--sourcemap', '--bytecode', join(ROOT, 'src/main.ts'), '--outfile', BINARY], { cwd: ROOT })
   if (r.exitCode !== 0) throw new Error(r.stderr.toString())
   return BINARY
 }

@@ -23,6 +23,7 @@ import { HealthService } from './services/health.ts'
 import { deleteAgentData } from './storage/agent-cleanup.ts'
 import { AgentsRepo } from './storage/agents-repo.ts'
 import { openDatabase, type Db } from './storage/db.ts'
+import { ReplayCache } from './auth/replay-cache.ts'
 import { GroupCommit } from './storage/group-commit.ts'
 import { ReplayRepo } from './storage/replay-repo.ts'
 import { VERSION } from './version.ts'
@@ -53,7 +54,7 @@ export interface RelayDeps {
 }
 
 /** How often a running relay looks for operator suspensions made by `relay admin` (SPEC §13: within 1 s). */
-const SUSPENSION_POLL_MS = 500
+const SUSPENSION_POLL_MS = 250
 /** Replay entries removed per prune run, so one run never holds the database for long. */
 const REPLAY_PRUNE_BATCH = 5000
 
@@ -84,17 +85,14 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const agentsRepo = new AgentsRepo(db)
   const replayRepo = new ReplayRepo(db)
   const writes = new GroupCommit(db.$client, (err) => logger.error('background write failed', { error: String(err) }))
-  const authenticator = new Authenticator(agentsRepo, replayRepo, writes, clock, config.timestampToleranceMs)
+  const replayCache = new ReplayCache(replayRepo, writes, clock.now())
+  const authenticator = new Authenticator(agentsRepo, replayCache, writes, clock, config.timestampToleranceMs)
   const agents = new AgentsService(db, agentsRepo, clock, events)
   agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
   events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
 
   const scheduler = new Scheduler(clock, logger)
-  scheduler.add('prune-replay-cache', config.sweepIntervalMs, (now) => {
-    let removed = 0
-    for (let n = REPLAY_PRUNE_BATCH; n === REPLAY_PRUNE_BATCH; removed += n) n = replayRepo.pruneExpired(now, REPLAY_PRUNE_BATCH)
-    return { removed }
-  })
+  scheduler.add('prune-replay-cache', config.sweepIntervalMs, (now) => ({ removed: replayCache.prune(now, REPLAY_PRUNE_BATCH) }))
 
   // operator changes written by another process (relay admin) reach the running relay here
   let changesSeen = clock.now()

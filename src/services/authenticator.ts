@@ -10,7 +10,7 @@ import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AgentRow, AgentsRepo } from '../storage/agents-repo.ts'
 import type { GroupCommit } from '../storage/group-commit.ts'
-import type { ReplayRepo } from '../storage/replay-repo.ts'
+import type { ReplayCache } from '../auth/replay-cache.ts'
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
 
@@ -41,16 +41,12 @@ export interface PrecheckedAuth {
   timestamp: string
 }
 
-const replayError = () => new RelayError('replay_detected', 'This signature was already used')
-
 export class Authenticator {
   private readonly lastTouch = new Map<string, number>()
-  /** Signatures verified whose replay-cache insert is not committed yet. */
-  private readonly pendingSignatures = new Set<string>()
 
   constructor(
     private readonly agents: AgentsRepo,
-    private readonly replay: ReplayRepo,
+    private readonly replay: ReplayCache,
     private readonly writes: GroupCommit,
     private readonly clock: Clock,
     private readonly toleranceMs: number,
@@ -90,29 +86,18 @@ export class Authenticator {
   }
 
   /**
-   * Steps 3–5: signature over the canonical text, then the replay cache, then the agent. The
-   * signature is recorded by a group commit shared with concurrent requests; the insert itself tells
-   * whether the pair was seen before, so no read is needed, and nothing happens for a replay.
+   * Steps 3–5: signature over the canonical text, then the replay cache (resolves once the
+   * signature is durably recorded), then the agent. Nothing happens for a replay.
    */
   async finish(pre: PrecheckedAuth, canonicalText: string): Promise<AgentRow> {
     if (!verifyEd25519(pre.keyBytes, canonicalText, pre.sigBytes)) {
       throw new RelayError('invalid_signature', 'Signature does not verify')
     }
-    const { signature, publicKey } = pre
-    if (this.pendingSignatures.has(signature)) throw replayError()
-    this.pendingSignatures.add(signature)
     // kept for twice the window: a replay is only possible while the timestamp is inside it
-    const expiresAt = this.clock.now() + 2 * this.toleranceMs
-    let fresh = false
-    try {
-      await this.writes.write(() => {
-        fresh = this.replay.remember(publicKey, signature, expiresAt)
-      })
-    } finally {
-      this.pendingSignatures.delete(signature)
+    if (!(await this.replay.accept(pre.signature, this.clock.now() + 2 * this.toleranceMs))) {
+      throw new RelayError('replay_detected', 'This signature was already used')
     }
-    if (!fresh) throw replayError()
-    return this.resolveAgent(publicKey)
+    return this.resolveAgent(pre.publicKey)
   }
 
   /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */

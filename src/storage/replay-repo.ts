@@ -1,36 +1,40 @@
+import type { Database } from 'bun:sqlite'
 import type { Db } from './db.ts'
 
-/**
- * The persistent replay cache (SPEC §1.2 step 4): an accepted signature is stored until `expiresAt`,
- * so a replay is refused even after a restart.
- */
+/** The append-only log behind the replay cache (see `replayLog` in schema.ts). */
 export class ReplayRepo {
+  private readonly client: Database
   private readonly insert
-  private readonly exists
-  private readonly prune
   constructor(db: Db) {
-    const client = db.$client
-    this.insert = client.prepare<unknown, [string, string, number]>(
-      'INSERT OR IGNORE INTO replay_cache (signature, public_key, expires_at) VALUES (?, ?, ?)',
-    )
-    this.exists = client.prepare<{ one: number }, [string]>('SELECT 1 AS one FROM replay_cache WHERE signature = ?')
-    this.prune = client.prepare<unknown, [number, number]>(
-      'DELETE FROM replay_cache WHERE rowid IN (SELECT rowid FROM replay_cache WHERE expires_at <= ? LIMIT ?)',
-    )
+    this.client = db.$client
+    this.insert = this.client.prepare<unknown, [string, number]>('INSERT INTO replay_log (signature, expires_at) VALUES (?, ?)')
   }
 
-  /** True when the signature was accepted before (and is still kept). */
-  has(signature: string): boolean {
-    return this.exists.get(signature) !== null
+  append(signatureId: string, expiresAt: number): void {
+    this.insert.run(signatureId, expiresAt)
   }
 
-  /** Records the pair; false when it was already there (a replay). Atomic: one statement. */
-  remember(publicKey: string, signature: string, expiresAt: number): boolean {
-    return this.insert.run(signature, publicKey, expiresAt).changes === 1
+  /** Entries still in force, oldest first. */
+  loadActive(now: number): { signature: string; expires_at: number }[] {
+    return this.client
+      .query<{ signature: string; expires_at: number }, [number]>('SELECT signature, expires_at FROM replay_log WHERE expires_at > ? ORDER BY id')
+      .all(now)
   }
 
-  /** Deletes up to `limit` expired entries; returns how many went. */
+  /**
+   * Deletes expired entries from the front of the log, at most `limit` per call. Entries are appended
+   * in time order, so the expired ones are a prefix: no index on expires_at is needed.
+   */
   pruneExpired(now: number, limit: number): number {
-    return this.prune.run(now, limit).changes
+    const head = this.client
+      .query<{ id: number; expires_at: number }, [number]>('SELECT id, expires_at FROM replay_log ORDER BY id LIMIT ?')
+      .all(limit)
+    let last = -1
+    for (const row of head) {
+      if (row.expires_at > now) break
+      last = row.id
+    }
+    if (last < 0) return 0
+    return this.client.run('DELETE FROM replay_log WHERE id <= ?', [last]).changes
   }
 }

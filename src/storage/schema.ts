@@ -42,16 +42,17 @@ export const agentTags = sqliteTable(
   (t) => [primaryKey({ columns: [t.publicKey, t.tag] }), index('agent_tags_tag_idx').on(t.tag, t.publicKey)],
 )
 
-/** Accepted (public key, signature) pairs, kept past the timestamp window so replays fail after a restart. */
-export const replayCache = sqliteTable(
-  'replay_cache',
-  {
-    signature: text('signature').primaryKey(),
-    publicKey: text('public_key').notNull(),
-    expiresAt: integer('expires_at').notNull(),
-  },
-  (t) => [index('replay_cache_expires_idx').on(t.expiresAt)],
-)
+/**
+ * Accepted signatures, appended in arrival order (SPEC §1.2 step 4). Append-only keeps each insert on
+ * the last page of the table, so a group commit of many requests writes a page or two; the uniqueness
+ * check runs against the same entries held in memory (loaded at start-up, so replays fail after a restart).
+ * `signature` holds the first 22 characters (128 bits) of the signature, which identify it.
+ */
+export const replayLog = sqliteTable('replay_log', {
+  id: integer('id').primaryKey(),
+  signature: text('signature').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+})
 
 export const messages = sqliteTable(
   'messages',

@@ -130,7 +130,7 @@ describe('step 4: replay → 409 replay_detected', () => {
   test('replay cache entries are pruned only after twice the window', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
     expect((await t.handle(req)).status).toBe(200)
-    const count = () => (t.relay.db.$client.query('SELECT count(*) AS n FROM replay_cache').get() as { n: number }).n
+    const count = () => (t.relay.db.$client.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
     const before = count()
     t.clock.advance(599_000)
     await t.relay.scheduler.runNow('prune-replay-cache')

@@ -28,7 +28,7 @@ export async function buildBinary(): Promise<string> {
   try {
     const fresh = existsSync(BINARY) && Date.now() - statSync(BINARY).mtimeMs < 60_000
     if (!fresh) {
-      const r = spawnSync([process.execPath, 'build', '--compile', join(ROOT, 'src/main.ts'), '--outfile', BINARY], { cwd: ROOT, stderr: 'pipe' })
+      const r = spawnSync([process.execPath, 'build', '--compile', '--minify', '--sourcemap', '--bytecode', join(ROOT, 'src/main.ts'), '--outfile', BINARY], { cwd: ROOT, stderr: 'pipe' })
       if (r.exitCode !== 0) throw new Error(`bun build failed: ${r.stderr.toString()}`)
     }
   } finally {

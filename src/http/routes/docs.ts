@@ -4,7 +4,8 @@
  */
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
-import scalarBundle from '../../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'text' }
+// embedded as a file, not a string: served from the executable without sitting on the JS heap
+import scalarBundlePath from '../../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' }
 
 export function docsRoutes(version: string) {
   return new Elysia({ name: 'routes-docs' })
@@ -36,7 +37,7 @@ export function docsRoutes(version: string) {
     )
     .get(
       '/docs/scalar.js',
-      () => new Response(scalarBundle, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400' } }),
+      () => new Response(Bun.file(scalarBundlePath), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400' } }),
       { detail: { hide: true } },
     )
 }
