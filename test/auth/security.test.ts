@@ -127,6 +127,19 @@ describe('step 4: replay → 409 replay_detected', () => {
     await t.restart()
     await expectError(await t.handle(copy), 409, 'replay_detected')
   })
+  test('a replay is refused after a crash (no graceful stop): the entry was committed before the answer', async () => {
+    const { createRelay } = await import('../../src/relay.ts')
+    const { withOverrides } = await import('../../src/config/load.ts')
+    const { silentLogger } = await import('../../src/lib/logger.ts')
+    const req = signed(me, 'GET', path(), { nowMs: now() })
+    const copy = req.clone() as Request
+    expect((await t.handle(req)).status).toBe(200)
+    // a second relay process on the same data directory, the first never stopped
+    const other = createRelay(withOverrides({ dataDir: t.dataDir, port: 0 }), { clock: t.clock, logger: silentLogger })
+    await expectError(await other.handle(copy), 409, 'replay_detected')
+    other.db.$client.close()
+  })
+
   test('replay cache entries are pruned only after twice the window', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
     expect((await t.handle(req)).status).toBe(200)
