@@ -13,6 +13,7 @@ import { createLogger, type Logger } from './lib/logger.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { agentRoutes } from './http/routes/agents.ts'
+import { installDiscovery } from './features/discovery.ts'
 import { docsRoutes } from './http/routes/docs.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { Scheduler } from './jobs/scheduler.ts'
@@ -143,12 +144,15 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     onStop: [],
   }
   // Feature modules, one line each (see src/features/).
-  const features = {}
+  const features = {
+    discovery: installDiscovery(ctx),
+  }
 
   const app = createApp({ config, clock, logger, authenticator })
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))
     .use(agentRoutes(agents))
+    .use(features.discovery.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {

@@ -3,6 +3,7 @@
  * the exact serialization the relay returns. Migrations in migrations/ are generated from this file
  * by drizzle-kit (`npm run db:generate`); a released migration is never edited.
  */
+import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 export const agents = sqliteTable(
@@ -23,14 +24,19 @@ export const agents = sqliteTable(
     lastActiveAt: integer('last_active_at').notNull(),
   },
   (t) => [
-    // discovery: public active agents by recency (SPEC §3 ordering)
-    index('agents_discover_idx').on(t.visibility, t.status, t.lastActiveAt, t.publicKey),
+    // discovery: public active agents in the exact order of SPEC §3 (last_active_at desc, public_key);
+    // display_name rides along so that a name search tests it in the index, not in the (large) table row
+    index('agents_discover_idx').on(t.visibility, t.status, sql`${t.lastActiveAt} desc`, t.publicKey, t.displayName),
     // a running relay picks up operator suspensions by scanning recent changes
     index('agents_updated_idx').on(t.updatedAt),
   ],
 )
 
-/** One row per (agent, tag) so that tag filters and the catalog use an index. */
+/**
+ * One row per (agent, tag), kept by triggers (migrations/0001, 0003) in the transaction of every
+ * profile change. `listed` (public and active) and `last_active_at` are copies from the agent row, so a
+ * tag search walks one index in the order of SPEC §3 and stops after a page.
+ */
 export const agentTags = sqliteTable(
   'agent_tags',
   {
@@ -38,8 +44,27 @@ export const agentTags = sqliteTable(
       .notNull()
       .references(() => agents.publicKey, { onDelete: 'cascade' }),
     tag: text('tag').notNull(),
+    listed: integer('listed', { mode: 'boolean' }).notNull().default(false),
+    lastActiveAt: integer('last_active_at').notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.publicKey, t.tag] }), index('agent_tags_tag_idx').on(t.tag, t.publicKey)],
+  (t) => [
+    primaryKey({ columns: [t.publicKey, t.tag] }),
+    index('agent_tags_listing_idx').on(t.tag, t.listed, sql`${t.lastActiveAt} desc`, t.publicKey),
+  ],
+)
+
+/**
+ * The capability catalog (SPEC §3): per tag, how many public active agents use it. Kept by triggers on
+ * agent_tags, so `/v1/capabilities` reads a few rows instead of counting every tag of every agent.
+ * A tag whose count reaches zero is removed.
+ */
+export const tagCounts = sqliteTable(
+  'tag_counts',
+  {
+    tag: text('tag').primaryKey(),
+    agentCount: integer('agent_count').notNull(),
+  },
+  (t) => [index('tag_counts_rank_idx').on(sql`${t.agentCount} desc`, t.tag)],
 )
 
 /**
