@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
-/** The `relay` command line: serve (default), keygen, admin, and --version / --help. */
-import { admin } from './cli/admin.ts'
+/** The `relay` command line: serve (default), keygen, admin, backup, and --version / --help. */
+import { ADMIN_BOOLEANS, ADMIN_FLAGS, admin } from './cli/admin.ts'
+import { BACKUP_BOOLEANS, BACKUP_FLAGS, backup } from './cli/backup.ts'
 import { parseArgs, UsageError } from './cli/args.ts'
 import { HELP, commandHelp } from './cli/help.ts'
 import { keygen } from './cli/keygen.ts'
@@ -11,7 +12,8 @@ import { VERSION } from './version.ts'
 const COMMANDS: Record<string, { flags: string[]; booleans?: string[]; run: (pos: string[], flags: Record<string, string>) => unknown }> = {
   serve: { flags: SERVE_FLAGS, run: (_p, f) => serve(f) },
   keygen: { flags: ['out'], booleans: ['json'], run: (_p, f) => keygen(f) },
-  admin: { flags: ['reason', 'data-dir', 'config'], run: (p, f) => admin(p, f) },
+  admin: { flags: ADMIN_FLAGS, booleans: ADMIN_BOOLEANS, run: (p, f) => admin(p, f) },
+  backup: { flags: BACKUP_FLAGS, booleans: BACKUP_BOOLEANS, run: (p, f) => backup(p, f) },
 }
 
 async function main(argv: string[]): Promise<void> {
