@@ -10,6 +10,8 @@ import { RelayError } from './errors.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
+import { createMetrics, installMetrics } from './features/metrics.ts'
+import type { MetricsRegistry } from './metrics/registry.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { agentRoutes } from './http/routes/agents.ts'
@@ -41,6 +43,8 @@ export interface FeatureContext {
   /** Group commit for writes that many requests can share (replay cache, activity). */
   writes: GroupCommit
   fetch: typeof fetch
+  /** Counters, gauges and histograms for GET /metrics; names in src/metrics/catalog.ts. */
+  metrics: MetricsRegistry
   /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before the DB closes. */
   onStop: (() => void | Promise<void>)[]
 }
@@ -89,7 +93,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
   events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
 
-  const scheduler = new Scheduler(clock, logger)
+  const metrics = createMetrics(logger)
+  const scheduler = new Scheduler(clock, logger, metrics.onJobRun)
   scheduler.add('prune-replay-cache', config.sweepIntervalMs, (now) => {
     let removed = 0
     for (let n = REPLAY_PRUNE_BATCH; n === REPLAY_PRUNE_BATCH; removed += n) n = replayRepo.pruneExpired(now, REPLAY_PRUNE_BATCH)
@@ -142,15 +147,19 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     authenticator,
     writes,
     fetch: deps.fetch ?? fetch,
+    metrics: metrics.registry,
     onStop: [],
   }
   // Feature modules, one line each (see src/features/).
-  const features = {}
+  const features = {
+    metrics: installMetrics(ctx),
+  }
 
-  const app = createApp({ config, clock, logger, authenticator })
+  const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))
     .use(agentRoutes(agents))
+    .use(features.metrics.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {
@@ -165,7 +174,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   let server: Server<unknown> | undefined
   let suspensionTimer: ReturnType<typeof setInterval> | undefined
 
-  async function start(): Promise<{ port: number; url: string }> {
+  async function start(): Promise<{ port: number; url: string; metricsUrl: string | null }> {
     server = Bun.serve({
       hostname: config.host,
       port: config.port,
@@ -180,7 +189,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     scheduler.start()
     suspensionTimer = setInterval(watchSuspensions, SUSPENSION_POLL_MS)
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
-    return { port: server.port as number, url }
+    const metricsUrl = await features.metrics.listen(url)
+    return { port: server.port as number, url, metricsUrl }
   }
 
   let stopped = false
