@@ -4,6 +4,9 @@ export interface ParsedArgs {
   flags: Record<string, string>
 }
 
+/** 43 unpadded base64url characters: no flag is that long, so such an argument is never a flag. */
+const PUBLIC_KEY = /^[A-Za-z0-9_-]{43}$/
+
 export class UsageError extends Error {
   override name = 'UsageError'
 }
@@ -21,6 +24,11 @@ export function parseArgs(argv: string[], opts: { booleans?: string[]; known?: s
     if (arg === '--') {
       positionals.push(...argv.slice(i + 1))
       break
+    }
+    // a public key may start with "-" or "--" (base64url): it is always a positional
+    if (PUBLIC_KEY.test(arg)) {
+      positionals.push(arg)
+      continue
     }
     if (!arg.startsWith('--') || arg === '--') {
       if (arg.startsWith('-') && arg.length > 1 && arg !== '-') {
