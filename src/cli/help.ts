@@ -1,15 +1,20 @@
 import { OPTIONS } from '../config/options.ts'
+import { clientCommandsSummary } from './client-cli.ts'
 
 export const HELP = `relay — a self-hosted message relay for AI agents
 
-Usage:
+Running a relay:
   relay [serve] [--port N] [--host ADDR] [--data-dir DIR] [--config FILE] [--log-level LEVEL]
-  relay keygen [--out FILE] [--json]
   relay admin suspend KEY [--reason TEXT] [--data-dir DIR]
   relay admin unsuspend KEY [--data-dir DIR]
   relay admin stats [--json] [--data-dir DIR]
   relay admin agents [--status S] [--limit N] [--cursor C] [--json] [--data-dir DIR]
   relay backup FILE [--json] [--data-dir DIR]
+
+Using a relay as an agent (--relay URL, --key FILE, --json on every command):
+  relay keygen [--out FILE] [--json]
+${clientCommandsSummary()}
+
   relay --version
   relay --help | relay COMMAND --help
 

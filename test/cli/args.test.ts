@@ -4,7 +4,14 @@ import { parseArgs, UsageError } from '../../src/cli/args.ts'
 describe('parseArgs', () => {
   test('flags with values, = form, booleans and positionals', () => {
     const r = parseArgs(['a', '--out', 'f', '--n=3', '--json', 'b'], { known: ['out', 'n'], booleans: ['json'] })
-    expect(r).toEqual({ positionals: ['a', 'b'], flags: { out: 'f', n: '3', json: 'true' } })
+    expect(r.positionals).toEqual(['a', 'b'])
+    expect(r.flags).toEqual({ out: 'f', n: '3', json: 'true' })
+  })
+
+  test('repeated flags keep every value in lists; flags keeps the last', () => {
+    const r = parseArgs(['--tag', 'a', '--tag=b'], { known: ['tag'] })
+    expect(r.flags.tag).toBe('b')
+    expect(r.lists.tag).toEqual(['a', 'b'])
   })
 
   test('a public key that starts with a dash is a positional, not a flag', () => {
