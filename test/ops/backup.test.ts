@@ -145,6 +145,10 @@ describe('relay backup', () => {
     expect(existsSync(join(dir, 'nowhere'))).toBe(false)
     expect(existsSync(join(dir, 'x.db'))).toBe(false)
     expect(spawnSync([bin, 'backup'], { cwd: dir }).exitCode).toBe(2)
+    const help = spawnSync([bin, 'backup', '--help'], { cwd: dir })
+    expect(help.exitCode).toBe(0)
+    expect(help.stdout.toString()).toStartWith('relay backup FILE')
+    expect(help.stdout.toString()).toContain('never overwritten')
   })
 
   afterAll(async () => {
