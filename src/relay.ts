@@ -10,6 +10,8 @@ import { RelayError } from './errors.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
+import { createMetrics, installMetrics } from './features/metrics.ts'
+import type { MetricsRegistry } from './metrics/registry.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { agentRoutes } from './http/routes/agents.ts'
@@ -43,6 +45,8 @@ export interface FeatureContext {
   /** Group commit for writes that many requests can share (replay cache, activity). */
   writes: GroupCommit
   fetch: typeof fetch
+  /** Counters, gauges and histograms for GET /metrics; names in src/metrics/catalog.ts. */
+  metrics: MetricsRegistry
   /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before the DB closes. */
   onStop: (() => void | Promise<void>)[]
 }
@@ -92,7 +96,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
   events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
 
-  const scheduler = new Scheduler(clock, logger)
+  const metrics = createMetrics(logger)
+  const scheduler = new Scheduler(clock, logger, metrics.onJobRun)
   scheduler.add('prune-replay-cache', config.sweepIntervalMs, (now) => ({ removed: replayCache.prune(now, REPLAY_PRUNE_BATCH) }))
 
   // operator changes written by another process (relay admin) reach the running relay here
@@ -141,18 +146,21 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     authenticator,
     writes,
     fetch: deps.fetch ?? fetch,
+    metrics: metrics.registry,
     onStop: [],
   }
   // Feature modules, one line each (see src/features/).
   const features = {
     discovery: installDiscovery(ctx),
+    metrics: installMetrics(ctx),
   }
 
-  const app = createApp({ config, clock, logger, authenticator })
+  const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))
     .use(agentRoutes(agents))
     .use(features.discovery.routes)
+    .use(features.metrics.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {
@@ -167,7 +175,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   let server: Server<unknown> | undefined
   let suspensionTimer: ReturnType<typeof setInterval> | undefined
 
-  async function start(): Promise<{ port: number; url: string }> {
+  async function start(): Promise<{ port: number; url: string; metricsUrl: string | null }> {
     server = Bun.serve({
       hostname: config.host,
       port: config.port,
@@ -182,7 +190,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     scheduler.start()
     suspensionTimer = setInterval(watchSuspensions, SUSPENSION_POLL_MS)
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
-    return { port: server.port as number, url }
+    const metricsUrl = await features.metrics.listen(url)
+    return { port: server.port as number, url, metricsUrl }
   }
 
   let stopped = false

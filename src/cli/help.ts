@@ -1,12 +1,20 @@
 import { OPTIONS } from '../config/options.ts'
+import { clientCommandsSummary } from './client-cli.ts'
 
 export const HELP = `relay — a self-hosted message relay for AI agents
 
-Usage:
+Running a relay:
   relay [serve] [--port N] [--host ADDR] [--data-dir DIR] [--config FILE] [--log-level LEVEL]
-  relay keygen [--out FILE] [--json]
   relay admin suspend KEY [--reason TEXT] [--data-dir DIR]
   relay admin unsuspend KEY [--data-dir DIR]
+  relay admin stats [--json] [--data-dir DIR]
+  relay admin agents [--status S] [--limit N] [--cursor C] [--json] [--data-dir DIR]
+  relay backup FILE [--json] [--data-dir DIR]
+
+Using a relay as an agent (--relay URL, --key FILE, --json on every command):
+  relay keygen [--out FILE] [--json]
+${clientCommandsSummary()}
+
   relay --version
   relay --help | relay COMMAND --help
 
@@ -32,9 +40,22 @@ SIGTERM or SIGINT stops gracefully: requests finish, sockets close with 1001, th
   keygen: `relay keygen [--out FILE] [--json] — create an Ed25519 key file (mode 0600, default ./relay.key)
 and print its public key. An existing file is never overwritten.
 `,
-  admin: `relay admin suspend KEY [--reason TEXT] | relay admin unsuspend KEY
-Operator suspension on the data directory (found like serve: --data-dir, RELAY_DATA_DIR, config).
-Works while the relay runs (applied within 1 s) or not. Suspending an unknown key blocks it for good.
+  admin: `relay admin — operator commands on the data directory, while the relay runs or not
+
+  relay admin suspend KEY [--reason TEXT]   block an agent (an unknown key is blocked for good)
+  relay admin unsuspend KEY                 reinstate it
+  relay admin stats [--json]                agents, messages by status, blobs, webhooks, database size
+  relay admin agents [--status active|suspended] [--limit N] [--cursor C] [--json]
+                                            every agent with its status, oldest first, paged (default 100)
+
+The data directory is found like serve finds it: --data-dir, RELAY_DATA_DIR, --config FILE.
+A running relay applies suspensions within 1 s.
+`,
+  backup: `relay backup FILE [--json] [--data-dir DIR] — a consistent copy of the database
+
+Safe while the relay serves: the copy is one snapshot, written under a temporary name and moved into
+place; an existing FILE is never overwritten. Blob files are not in it: copy the blobs/ directory of
+the data directory after the database (see README, "Backup and restore").
 `,
 }
 

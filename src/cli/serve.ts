@@ -11,12 +11,13 @@ export async function serve(flags: Record<string, string>): Promise<void> {
   const config = await loadConfig({ flags })
   const logger = createLogger(config.logLevel)
   const relay = createRelay(config, { logger })
-  const { url, port } = await relay.start()
+  const { url, port, metricsUrl } = await relay.start()
   logger.info('relay started', {
     version: VERSION,
     address: url,
     port,
     data_dir: config.dataDir,
+    metrics: metricsUrl,
     limits: {
       timestamp_tolerance_ms: config.timestampToleranceMs,
       send_per_min: config.rateLimits.sendPerMin,

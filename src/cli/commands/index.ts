@@ -1,0 +1,15 @@
+/**
+ * Every agent-side command, in the order `relay --help` lists them. Adding a command is one file in
+ * this folder and one entry here.
+ */
+import type { CommandSpec } from './command.ts'
+import { acl } from './acl.ts'
+import { capabilities } from './capabilities.ts'
+import { discover } from './discover.ts'
+import { get } from './get.ts'
+import { profileGet, profileSet } from './profile.ts'
+import { status } from './status.ts'
+import { thread } from './thread.ts'
+import { whoami } from './whoami.ts'
+
+export const CLIENT_COMMANDS: CommandSpec[] = [whoami, profileGet, profileSet, get, status, thread, ...acl, discover, capabilities]

@@ -1,0 +1,87 @@
+import { readFileSync } from 'node:fs'
+import type { AgentJson, AgentPatchInput } from '../../client/index.ts'
+import { UsageError, type CommandContext, type CommandSpec } from './command.ts'
+import { printAgent } from './show.ts'
+
+export const profileGet: CommandSpec = {
+  name: 'profile get',
+  args: '[KEY]',
+  maxArgs: 1,
+  summary: "show your profile, or another agent's by public key",
+  async run(ctx) {
+    const client = ctx.client()
+    const key = ctx.args[0] ?? client.publicKey
+    const agent = await client.call<AgentJson>('GET', `/v1/agents/${encodeURIComponent(key)}`)
+    if (ctx.json) return ctx.out.json(agent)
+    printAgent(ctx, agent)
+  },
+}
+
+const VISIBILITY = ['public', 'private']
+const INBOX = ['open', 'closed', 'allowlist', 'blocklist']
+
+/** A flag value given inline, from a file (`@path`) or from standard input (`@-`). */
+async function inlineOrFile(value: string): Promise<string> {
+  if (value === '@-') return await Bun.stdin.text()
+  if (!value.startsWith('@')) return value
+  try {
+    return readFileSync(value.slice(1), 'utf8')
+  } catch (err) {
+    throw new UsageError(`cannot read ${value.slice(1)}: ${(err as Error).message}`)
+  }
+}
+
+async function jsonFlag(ctx: CommandContext, name: string): Promise<unknown> {
+  const text = await inlineOrFile(ctx.flags[name])
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new UsageError(`--${name} is not valid JSON`)
+  }
+}
+
+export const profileSet: CommandSpec = {
+  name: 'profile set',
+  maxArgs: 0,
+  summary: 'change your profile: name, visibility, inbox policy, metadata, capabilities',
+  description:
+    'Only the fields you give change; each one replaces that field whole. --name "" clears the name.\n' +
+    'JSON values may be given inline, as @FILE, or @- for standard input. --capabilities takes an array\n' +
+    'of capabilities or an object with a "capabilities" array (what `relay profile get --json` prints).',
+  flags: [
+    { name: 'name', value: 'TEXT', help: 'display name (at most 256 characters; "" clears it)' },
+    { name: 'visibility', value: 'public|private', help: 'public agents appear in discovery' },
+    { name: 'inbox-policy', value: 'POLICY', help: 'open | closed | allowlist | blocklist' },
+    { name: 'metadata', value: 'JSON', help: 'a JSON object (at most 16 KiB)' },
+    { name: 'capabilities', value: 'JSON|@FILE', help: 'a JSON array of capabilities (at most 20)' },
+  ],
+  async run(ctx) {
+    const f = ctx.flags
+    const patch: AgentPatchInput = {}
+    if (f.name !== undefined) patch.display_name = f.name === '' ? null : f.name
+    if (f.visibility !== undefined) {
+      if (!VISIBILITY.includes(f.visibility)) throw new UsageError('--visibility must be public or private')
+      patch.visibility = f.visibility as AgentPatchInput['visibility']
+    }
+    if (f['inbox-policy'] !== undefined) {
+      if (!INBOX.includes(f['inbox-policy'])) throw new UsageError(`--inbox-policy must be one of ${INBOX.join(', ')}`)
+      patch.inbox_policy = f['inbox-policy'] as AgentPatchInput['inbox_policy']
+    }
+    if (f.metadata !== undefined) {
+      const metadata = await jsonFlag(ctx, 'metadata')
+      if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) throw new UsageError('--metadata must be a JSON object')
+      patch.metadata = metadata as Record<string, unknown>
+    }
+    if (f.capabilities !== undefined) {
+      const caps = await jsonFlag(ctx, 'capabilities')
+      const list = Array.isArray(caps) ? caps : (caps as { capabilities?: unknown })?.capabilities
+      if (!Array.isArray(list)) throw new UsageError('--capabilities must be a JSON array (or an object with a "capabilities" array)')
+      patch.capabilities = list
+    }
+    if (Object.keys(patch).length === 0) throw new UsageError('nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities')
+    const client = ctx.client()
+    const agent = await client.call<AgentJson>('PATCH', `/v1/agents/${client.publicKey}`, undefined, patch)
+    if (ctx.json) return ctx.out.json(agent)
+    printAgent(ctx, agent)
+  },
+}
