@@ -10,6 +10,7 @@ import { RelayError } from './errors.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
+import { installMessages } from './features/messages.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { agentRoutes } from './http/routes/agents.ts'
@@ -139,12 +140,15 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     onStop: [],
   }
   // Feature modules, one line each (see src/features/).
-  const features = {}
+  const features = {
+    messages: installMessages(ctx),
+  }
 
   const app = createApp({ config, clock, logger, authenticator })
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))
     .use(agentRoutes(agents))
+    .use(features.messages.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {

@@ -1,0 +1,193 @@
+import type { Database, Statement } from 'bun:sqlite'
+import type { Db } from './db.ts'
+import type { messages } from './schema.ts'
+
+export type MessageRow = typeof messages.$inferSelect
+export type MessageStatusValue = MessageRow['status']
+
+/** A place in the (created_at, message_id) order of message lists. */
+export interface Position {
+  createdAt: number
+  messageId: string
+}
+
+export interface InboxFilter {
+  status: MessageStatusValue
+  senderKey?: string
+  inReplyTo?: string
+  threadId?: string
+}
+
+export interface RecipientInfo {
+  status: 'active' | 'suspended'
+  inboxPolicy: 'open' | 'closed' | 'allowlist' | 'blocklist'
+}
+
+const COLUMNS = `message_id AS messageId, sender_key AS senderKey, recipient_key AS recipientKey,
+  content_type AS contentType, body, attachments, thread_id AS threadId, in_reply_to AS inReplyTo,
+  metadata, status, created_at AS createdAt, expires_at AS expiresAt, delivered_at AS deliveredAt`
+
+/** Before every real position: lets one statement serve first pages and later pages alike. */
+const START: Position = { createdAt: -1, messageId: '' }
+
+/**
+ * Which rows each status filter sees at `now` (params :now, :cutoff = now − expired retention).
+ * Expiry is decided by time, not by the sweep: a `sent` row past `expires_at` already counts as expired,
+ * a `delivered` one as removed, and an expired envelope past retention as removed (SPEC §4.6).
+ */
+const STATUS_WHERE: Record<MessageStatusValue, string> = {
+  sent: `status = 'sent' AND expires_at > $now`,
+  delivered: `status = 'delivered' AND expires_at > $now`,
+  expired: `status IN ('sent', 'expired') AND +expires_at <= $now AND +expires_at > $cutoff`,
+}
+/** Rows that exist for readers at all: everything but delivered-and-expired and retention-expired. */
+const VISIBLE_WHERE = `expires_at > $cutoff AND (status <> 'delivered' OR expires_at > $now)`
+
+/**
+ * Message storage. Hot statements are prepared once; list statements are prepared per filter shape.
+ * Methods take `now` from the caller; rules live in the messages service.
+ */
+export class MessagesRepo {
+  private readonly client: Database
+  private readonly listStatements = new Map<string, Statement<MessageRow, any>>()
+  private readonly byId: Statement<MessageRow, [string]>
+  private readonly recipientStmt: Statement<RecipientInfo, [string]>
+  private readonly insertStmt: Statement<unknown, any[]>
+  private readonly linkBlobStmt: Statement<unknown, [string, string, number]>
+  private readonly deliverOne: Statement<unknown, [number, string, string, number]>
+  private readonly deliverMany: Statement<unknown, [number, string, number]>
+  private readonly threadStmt: Statement<MessageRow, any>
+  private readonly expireBatchStmt: Statement<{ messageId: string }, [number, number]>
+  private readonly unlinkBlobsStmt: Statement<unknown, [string]>
+  private readonly removeDeliveredStmt: Statement<unknown, [number, number]>
+  private readonly removeExpiredStmt: Statement<unknown, [number, number]>
+
+  constructor(db: Db) {
+    const c = (this.client = db.$client)
+    this.byId = c.prepare(`SELECT ${COLUMNS} FROM messages WHERE message_id = ?`)
+    this.recipientStmt = c.prepare(`SELECT status, inbox_policy AS inboxPolicy FROM agents WHERE public_key = ?`)
+    this.insertStmt = c.prepare(`INSERT INTO messages (message_id, sender_key, recipient_key, content_type, body, attachments,
+        thread_id, in_reply_to, metadata, status, created_at, expires_at, delivered_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+    this.linkBlobStmt = c.prepare(`INSERT OR IGNORE INTO message_blobs (message_id, blob_id, expires_at) VALUES (?, ?, ?)`)
+    this.deliverOne = c.prepare(`UPDATE messages SET status = 'delivered', delivered_at = ?
+      WHERE message_id = ? AND +recipient_key = ? AND +status = 'sent' AND +expires_at > ?`)
+    this.deliverMany = c.prepare(`UPDATE messages SET status = 'delivered', delivered_at = ?
+      WHERE message_id IN (SELECT value FROM json_each(?)) AND +status = 'sent' AND +expires_at > ?`)
+    this.threadStmt = c.prepare(`SELECT ${COLUMNS} FROM messages
+      WHERE thread_id = $thread AND (sender_key = $who OR recipient_key = $who) AND ${VISIBLE_WHERE}
+        AND (created_at, message_id) > ($afterCreated, $afterId)
+      ORDER BY created_at, message_id LIMIT $limit`)
+    this.expireBatchStmt = c.prepare(`UPDATE messages SET status = 'expired', body = NULL, attachments = NULL
+      WHERE rowid IN (SELECT rowid FROM messages WHERE status = 'sent' AND expires_at <= ? LIMIT ?)
+      RETURNING message_id AS messageId`)
+    this.unlinkBlobsStmt = c.prepare(`DELETE FROM message_blobs WHERE message_id IN (SELECT value FROM json_each(?))`)
+    this.removeDeliveredStmt = c.prepare(`DELETE FROM messages
+      WHERE rowid IN (SELECT rowid FROM messages WHERE status = 'delivered' AND expires_at <= ? LIMIT ?)`)
+    this.removeExpiredStmt = c.prepare(`DELETE FROM messages
+      WHERE rowid IN (SELECT rowid FROM messages WHERE status = 'expired' AND expires_at <= ? LIMIT ?)`)
+  }
+
+  find(messageId: string): MessageRow | null {
+    return this.byId.get(messageId)
+  }
+
+  /** Status and inbox policy of a would-be recipient; null for an unknown key. */
+  recipient(publicKey: string): RecipientInfo | null {
+    return this.recipientStmt.get(publicKey)
+  }
+
+  /** Inserts a message and its blob links; call inside a transaction. */
+  insert(row: MessageRow, blobIds: readonly string[] = []): void {
+    this.insertStmt.run(
+      row.messageId,
+      row.senderKey,
+      row.recipientKey,
+      row.contentType,
+      row.body,
+      row.attachments,
+      row.threadId,
+      row.inReplyTo,
+      row.metadata,
+      row.status,
+      row.createdAt,
+      row.expiresAt,
+      row.deliveredAt,
+    )
+    for (const blobId of blobIds) this.linkBlobStmt.run(row.messageId, blobId, row.expiresAt)
+  }
+
+  /**
+   * Messages addressed to `recipientKey` seen by `filter.status` at `now`, after `after`, oldest first.
+   * `cutoff` is the oldest expires_at an expired envelope may have and still exist.
+   */
+  listInbox(recipientKey: string, filter: InboxFilter, after: Position | null, limit: number, now: number, cutoff: number): MessageRow[] {
+    const shape = `${filter.status}:${filter.senderKey ? 's' : ''}${filter.inReplyTo ? 'r' : ''}${filter.threadId ? 't' : ''}`
+    let stmt = this.listStatements.get(shape)
+    if (!stmt) {
+      const extra = [
+        filter.senderKey ? 'AND sender_key = $sender' : '',
+        filter.inReplyTo ? 'AND in_reply_to = $reply' : '',
+        filter.threadId ? 'AND thread_id = $thread' : '',
+      ].join(' ')
+      // the inbox index always: the expiry index would scan every recipient's expired messages
+      stmt = this.client.prepare(`SELECT ${COLUMNS} FROM messages INDEXED BY messages_inbox_idx
+        WHERE recipient_key = $recipient AND ${STATUS_WHERE[filter.status]} ${extra}
+          AND (created_at, message_id) > ($afterCreated, $afterId)
+        ORDER BY created_at, message_id LIMIT $limit`)
+      this.listStatements.set(shape, stmt)
+    }
+    const pos = after ?? START
+    const params: Record<string, string | number> = {
+      recipient: recipientKey,
+      now,
+      afterCreated: pos.createdAt,
+      afterId: pos.messageId,
+      limit,
+    }
+    if (filter.status === 'expired') params.cutoff = cutoff
+    if (filter.senderKey) params.sender = filter.senderKey
+    if (filter.inReplyTo) params.reply = filter.inReplyTo
+    if (filter.threadId) params.thread = filter.threadId
+    return stmt.all(params)
+  }
+
+  /** Messages of a thread that `participantKey` sent or received and that still exist, oldest first. */
+  listThread(threadId: string, participantKey: string, after: Position | null, limit: number, now: number, cutoff: number): MessageRow[] {
+    const pos = after ?? START
+    return this.threadStmt.all({ thread: threadId, who: participantKey, now, cutoff, afterCreated: pos.createdAt, afterId: pos.messageId, limit })
+  }
+
+  /** Marks one message delivered if it is `recipientKey`'s, `sent` and unexpired; true when it changed. */
+  markDeliveredFor(messageId: string, recipientKey: string, now: number): boolean {
+    return this.deliverOne.run(now, messageId, recipientKey, now).changes > 0
+  }
+
+  /** Marks the `sent`, unexpired ones among `ids` delivered; returns how many changed. */
+  markDelivered(ids: readonly string[], now: number): number {
+    if (ids.length === 0) return 0
+    return this.deliverMany.run(now, JSON.stringify(ids), now).changes
+  }
+
+  /** Up to `limit` sent messages past expiry become `expired` with body and attachments dropped. */
+  expireSentBatch(now: number, limit: number): number {
+    const ids = this.expireBatchStmt.all(now, limit)
+    if (ids.length) this.unlinkBlobsStmt.run(JSON.stringify(ids.map((r) => r.messageId)))
+    return ids.length
+  }
+
+  /** Removes up to `limit` delivered messages past expiry (their blob links go by cascade). */
+  removeDeliveredBatch(now: number, limit: number): number {
+    return this.removeDeliveredStmt.run(now, limit).changes
+  }
+
+  /** Removes up to `limit` expired envelopes whose expiry is at or before `cutoff`. */
+  removeExpiredBatch(cutoff: number, limit: number): number {
+    return this.removeExpiredStmt.run(cutoff, limit).changes
+  }
+
+  /** Runs `fn` in one write transaction (synchronous; never await inside). */
+  transaction<T>(fn: () => T): T {
+    return this.client.transaction(fn).immediate()
+  }
+}
