@@ -34,6 +34,8 @@ export function installMessages(ctx: FeatureContext) {
     return { ...result, rate_limit_agents_dropped: rateLimiter.prune(now) }
   })
 
+  ctx.onStop.push(() => messages.flushPending())
+
   const routes = new Elysia({ name: 'feature-messages' }).use(messageRoutes(messages)).use(aclRoutes(acl))
   return { routes, messages, acl, rateLimiter, sweeper }
 }

@@ -48,7 +48,7 @@ const VISIBLE_WHERE = `expires_at > $cutoff AND (status <> 'delivered' OR expire
  * Methods take `now` from the caller; rules live in the messages service.
  */
 export class MessagesRepo {
-  private readonly client: Database
+  readonly client: Database
   private readonly listStatements = new Map<string, Statement<MessageRow, any>>()
   private readonly byId: Statement<MessageRow, [string]>
   private readonly recipientStmt: Statement<RecipientInfo, [string]>

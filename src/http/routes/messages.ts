@@ -22,8 +22,8 @@ export function messageRoutes(messages: MessagesService) {
   return new Elysia({ name: 'routes-messages' })
     .post(
       '/v1/messages',
-      ({ request, body, set }) => {
-        const { rate, ...result } = messages.send(callerOf(request), body)
+      async ({ request, body, set }) => {
+        const { rate, ...result } = await messages.sendBatched(callerOf(request), body)
         Object.assign(set.headers, rate.headers)
         set.status = 201
         return result
