@@ -23,6 +23,7 @@ import { RelayEvents } from './services/events.ts'
 import { HealthService } from './services/health.ts'
 import { deleteAgentData } from './storage/agent-cleanup.ts'
 import { AgentsRepo } from './storage/agents-repo.ts'
+import { Checkpointer } from './storage/checkpointer.ts'
 import { openDatabase, type Db } from './storage/db.ts'
 import { ReplayRepo } from './storage/replay-repo.ts'
 import { VERSION } from './version.ts'
@@ -77,6 +78,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const startedAt = performance.now()
   const paths = prepareDataDir(config.dataDir)
   const db: Db = openDatabase(paths.database)
+  const checkpointer = new Checkpointer(db.$client, paths.database, logger).start()
   const events = new RelayEvents((err) => logger.error('event listener failed', { error: String(err) }))
 
   const agentsRepo = new AgentsRepo(db)
@@ -106,7 +108,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   health.component('database', () => {
     const t0 = performance.now()
     db.$client.query('SELECT 1').get()
-    return { status: 'ok', latency_ms: Math.round((performance.now() - t0) * 1000) / 1000 }
+    return { status: 'ok', latency_ms: Math.round((performance.now() - t0) * 1000) / 1000, checkpoints: checkpointer.report() }
   })
   health.component('jobs', () => ({ status: scheduler.hasFailures() ? 'degraded' : 'ok', ...scheduler.report() }))
   health.readyCheck('database', () => {
@@ -190,6 +192,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     if (server) await server.stop(false)
     await scheduler.stop()
     for (const step of ctx.onStop) await step()
+    await checkpointer.stop()
     try {
       db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
     } catch (err) {

@@ -198,7 +198,8 @@ describe('the sweep', () => {
     t.clock.advance(5000)
     let pauses = 0
     const sweeper = new MessageSweeper(new MessagesRepo(t.relay.db), 7 * DAY, {
-      batchSize: 500,
+      maxBatch: 500,
+      minBatch: 500,
       pause: async () => {
         pauses++
       },
@@ -211,6 +212,27 @@ describe('the sweep', () => {
     expect((await b.poll({ status: 'expired', limit: 100 })).messages.length).toBe(100)
     const again = await sweeper.runOnce(t.clock.now())
     expect(again).toEqual({ expired: 0, removed_delivered: 0, removed_expired: 0, batches: 3 })
+  })
+
+  test('adapts the batch size to keep each batch short', async () => {
+    const [a, b] = await pair()
+    const sender = t.relay.repos.agents.find(a.publicKey)!
+    for (let i = 0; i < 1_000; i++) svc.send(sender, msg(b, { expires_in: 5 }))
+    t.clock.advance(5000)
+    const sizes: number[] = []
+    const repo = new MessagesRepo(t.relay.db)
+    const expire = repo.expireSentBatch.bind(repo)
+    repo.expireSentBatch = (now, limit) => {
+      sizes.push(limit)
+      const until = performance.now() + 4 // every batch "takes" over 1.5 × the 2 ms target
+      while (performance.now() < until);
+      return expire(now, limit)
+    }
+    const sweeper = new MessageSweeper(repo, 7 * DAY, { maxBatch: 400, minBatch: 25, targetBatchMs: 2, pause: async () => {} })
+    const r = await sweeper.runOnce(t.clock.now())
+    expect(r.expired).toBe(1_000)
+    expect(sizes.slice(0, 5)).toEqual([250, 125, 62, 31, 25])
+    expect(Math.min(...sizes)).toBe(25)
   })
 
   test('is registered as a job with RELAY_SWEEP_INTERVAL and reports its runs', async () => {
