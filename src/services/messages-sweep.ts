@@ -2,11 +2,15 @@
  * The expiry sweep (SPEC §4.6), run by the `expire-messages` job every RELAY_SWEEP_INTERVAL. Reads
  * already treat messages by time, so this only brings storage in line: `sent` past expiry → `expired`
  * with body and attachment links dropped; `delivered` past expiry → removed; expired envelopes →
- * removed after the retention. Works in bounded batches, each its own short transaction, yielding to
- * the event loop between batches so requests keep flowing while a large backlog expires. The batch
- * size adapts to how long batches take, so one batch stays near `targetBatchMs` on any hardware.
+ * removed after the retention.
+ *
+ * It walks messages_expires_idx from a persisted watermark: every message with expires_at at or before
+ * the watermark has been handled, and a new message always expires after the moment it is created, so
+ * each run only visits what expired since the last one (never the week of retained envelopes). Work
+ * goes in bounded batches, each its own short transaction, yielding to the event loop in between; the
+ * batch size adapts so that one batch takes about `targetBatchMs` on any hardware.
  */
-import type { MessagesRepo } from '../storage/messages-repo.ts'
+import type { MessagesRepo, SweepPosition } from '../storage/messages-repo.ts'
 
 export interface SweepResult {
   expired: number
@@ -29,8 +33,10 @@ export interface SweepOptions {
 /** 1,000 rows take a few ms on ordinary hardware; slow disks shrink it through the adaptation. */
 const MAX_BATCH = 1000
 const MIN_BATCH = 50
-/** Well under the 50 ms a request may wait, leaving room for a WAL checkpoint in the same commit. */
+/** Well under the 50 ms a request may wait. */
 const TARGET_BATCH_MS = 10
+/** relay_state key: expires_at up to which every message has been swept. */
+export const SWEEP_WATERMARK_KEY = 'messages.sweep_watermark'
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 export class MessageSweeper {
@@ -56,30 +62,43 @@ export class MessageSweeper {
   /** One full sweep at `now`; resolves with how many rows each step touched. */
   async runOnce(now: number): Promise<SweepResult> {
     const result: SweepResult = { expired: 0, removed_delivered: 0, removed_expired: 0, batches: 0 }
-    const cutoff = now - this.expiredRetentionMs
-    const steps: [keyof Omit<SweepResult, 'batches'>, (limit: number) => number][] = [
-      ['expired', (limit) => this.repo.expireSentBatch(now, limit)],
-      ['removed_delivered', (limit) => this.repo.removeDeliveredBatch(now, limit)],
-      ['removed_expired', (limit) => this.repo.removeExpiredBatch(cutoff, limit)],
-    ]
-    for (const [name, step] of steps) {
+    const watermark = this.repo.stateNumber(SWEEP_WATERMARK_KEY) ?? Number.NEGATIVE_INFINITY
+    if (watermark < now) {
+      // expired since the last run: sent → expired, delivered → removed
+      let pos: SweepPosition = { expiresAt: watermark, rowid: Number.MAX_SAFE_INTEGER }
       for (;;) {
         const size = this.batch
-        const started = performance.now()
-        const n = this.repo.transaction(() => step(size))
-        this.adapt(performance.now() - started, n, size)
-        result[name] += n
+        const b = this.timed(size, () => this.repo.expireBatch(pos, now, size))
+        result.expired += b.expired
+        result.removed_delivered += b.removed
         result.batches++
-        if (n < size) break
+        pos = b.last
+        if (b.scanned < size) break
         await this.pause()
       }
+      this.repo.setStateNumber(SWEEP_WATERMARK_KEY, now)
+    }
+    // envelopes past the retention (and anything else that old)
+    const cutoff = now - this.expiredRetentionMs
+    for (;;) {
+      const size = this.batch
+      const n = this.timed(size, () => this.repo.removeExpiredBatch(cutoff, size))
+      result.removed_expired += n
+      result.batches++
+      if (n < size) break
+      await this.pause()
     }
     return result
   }
 
-  /** Halves the batch after a slow one, doubles it after a quick full one, within the bounds. */
-  private adapt(elapsedMs: number, rows: number, size: number): void {
-    if (elapsedMs > this.targetMs * 1.5) this.batch = Math.max(this.minBatch, Math.floor(size / 2))
-    else if (rows === size && elapsedMs < this.targetMs / 2) this.batch = Math.min(this.maxBatch, size * 2)
+  /** Runs one batch in its own transaction and adapts the next batch size to how long it took. */
+  private timed<T extends number | { scanned: number }>(size: number, step: () => T): T {
+    const started = performance.now()
+    const out = this.repo.transaction(step)
+    const elapsed = performance.now() - started
+    const full = (typeof out === 'number' ? out : out.scanned) === size
+    if (elapsed > this.targetMs * 1.5) this.batch = Math.max(this.minBatch, Math.floor(size / 2))
+    else if (full && elapsed < this.targetMs / 2) this.batch = Math.min(this.maxBatch, size * 2)
+    return out
   }
 }

@@ -18,6 +18,19 @@ export interface InboxFilter {
   threadId?: string
 }
 
+/** A place in the (expires_at, rowid) order the sweep walks. */
+export interface SweepPosition {
+  expiresAt: number
+  rowid: number
+}
+
+interface ExpiringRow {
+  rowid: number
+  messageId: string
+  status: MessageStatusValue
+  expiresAt: number
+}
+
 export interface RecipientInfo {
   status: 'active' | 'suspended'
   inboxPolicy: 'open' | 'closed' | 'allowlist' | 'blocklist'
@@ -57,10 +70,13 @@ export class MessagesRepo {
   private readonly deliverOne: Statement<unknown, [number, string, string, number]>
   private readonly deliverMany: Statement<unknown, [number, string, number]>
   private readonly threadStmt: Statement<MessageRow, any>
-  private readonly expireBatchStmt: Statement<{ messageId: string }, [number, number]>
+  private readonly expiringStmt: Statement<ExpiringRow, [number, number, number, number]>
+  private readonly expireStmt: Statement<unknown, [string]>
   private readonly unlinkBlobsStmt: Statement<unknown, [string]>
-  private readonly removeDeliveredStmt: Statement<unknown, [number, number]>
-  private readonly removeExpiredStmt: Statement<unknown, [number, number]>
+  private readonly removeRowsStmt: Statement<unknown, [string]>
+  private readonly removeOldStmt: Statement<unknown, [number, number]>
+  private readonly stateGet: Statement<{ value: string }, [string]>
+  private readonly stateSet: Statement<unknown, [string, string]>
 
   constructor(db: Db) {
     const c = (this.client = db.$client)
@@ -78,14 +94,17 @@ export class MessagesRepo {
       WHERE thread_id = $thread AND (sender_key = $who OR recipient_key = $who) AND ${VISIBLE_WHERE}
         AND (created_at, message_id) > ($afterCreated, $afterId)
       ORDER BY created_at, message_id LIMIT $limit`)
-    this.expireBatchStmt = c.prepare(`UPDATE messages SET status = 'expired', body = NULL, attachments = NULL
-      WHERE rowid IN (SELECT rowid FROM messages WHERE status = 'sent' AND expires_at <= ? LIMIT ?)
-      RETURNING message_id AS messageId`)
+    // (expires_at, rowid) is the order of messages_expires_idx, so a batch resumes exactly where the last ended
+    this.expiringStmt = c.prepare(`SELECT rowid AS rowid, message_id AS messageId, status, expires_at AS expiresAt FROM messages
+      WHERE (expires_at, rowid) > (?, ?) AND expires_at <= ? ORDER BY expires_at, rowid LIMIT ?`)
+    this.expireStmt = c.prepare(`UPDATE messages SET status = 'expired', body = NULL, attachments = NULL
+      WHERE rowid IN (SELECT value FROM json_each(?))`)
     this.unlinkBlobsStmt = c.prepare(`DELETE FROM message_blobs WHERE message_id IN (SELECT value FROM json_each(?))`)
-    this.removeDeliveredStmt = c.prepare(`DELETE FROM messages
-      WHERE rowid IN (SELECT rowid FROM messages WHERE status = 'delivered' AND expires_at <= ? LIMIT ?)`)
-    this.removeExpiredStmt = c.prepare(`DELETE FROM messages
-      WHERE rowid IN (SELECT rowid FROM messages WHERE status = 'expired' AND expires_at <= ? LIMIT ?)`)
+    this.removeRowsStmt = c.prepare(`DELETE FROM messages WHERE rowid IN (SELECT value FROM json_each(?))`)
+    this.removeOldStmt = c.prepare(`DELETE FROM messages
+      WHERE rowid IN (SELECT rowid FROM messages WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`)
+    this.stateGet = c.prepare(`SELECT value FROM relay_state WHERE key = ?`)
+    this.stateSet = c.prepare(`INSERT INTO relay_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`)
   }
 
   find(messageId: string): MessageRow | null {
@@ -169,21 +188,45 @@ export class MessagesRepo {
     return this.deliverMany.run(now, JSON.stringify(ids), now).changes
   }
 
-  /** Up to `limit` sent messages past expiry become `expired` with body and attachments dropped. */
-  expireSentBatch(now: number, limit: number): number {
-    const ids = this.expireBatchStmt.all(now, limit)
-    if (ids.length) this.unlinkBlobsStmt.run(JSON.stringify(ids.map((r) => r.messageId)))
-    return ids.length
+  /**
+   * One sweep batch over messages whose expires_at lies after `after` and at or before `now`, in
+   * (expires_at, rowid) order: `sent` ones become `expired` with body and attachment links dropped,
+   * `delivered` ones are removed, others are left. Returns the counts and where the batch ended.
+   */
+  expireBatch(after: SweepPosition, now: number, limit: number): { scanned: number; expired: number; removed: number; last: SweepPosition } {
+    const rows = this.expiringStmt.all(after.expiresAt, after.rowid, now, limit)
+    const expire: number[] = []
+    const expiredIds: string[] = []
+    const remove: number[] = []
+    for (const r of rows) {
+      if (r.status === 'sent') {
+        expire.push(r.rowid)
+        expiredIds.push(r.messageId)
+      } else if (r.status === 'delivered') remove.push(r.rowid)
+    }
+    if (expire.length) {
+      this.expireStmt.run(JSON.stringify(expire))
+      this.unlinkBlobsStmt.run(JSON.stringify(expiredIds))
+    }
+    if (remove.length) this.removeRowsStmt.run(JSON.stringify(remove)) // blob links go by cascade
+    const lastRow = rows[rows.length - 1]
+    const last = lastRow ? { expiresAt: lastRow.expiresAt, rowid: lastRow.rowid } : after
+    return { scanned: rows.length, expired: expire.length, removed: remove.length, last }
   }
 
-  /** Removes up to `limit` delivered messages past expiry (their blob links go by cascade). */
-  removeDeliveredBatch(now: number, limit: number): number {
-    return this.removeDeliveredStmt.run(now, limit).changes
-  }
-
-  /** Removes up to `limit` expired envelopes whose expiry is at or before `cutoff`. */
+  /** Removes up to `limit` messages whose expires_at is at or before `cutoff`, whatever their status. */
   removeExpiredBatch(cutoff: number, limit: number): number {
-    return this.removeExpiredStmt.run(cutoff, limit).changes
+    return this.removeOldStmt.run(cutoff, limit).changes
+  }
+
+  /** A persisted number of the relay (e.g. the sweep watermark); null when never set. */
+  stateNumber(key: string): number | null {
+    const row = this.stateGet.get(key)
+    return row ? Number(row.value) : null
+  }
+
+  setStateNumber(key: string, value: number): void {
+    this.stateSet.run(key, String(value))
   }
 
   /** Runs `fn` in one write transaction (synchronous; never await inside). */
