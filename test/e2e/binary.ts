@@ -3,23 +3,22 @@
  * `npm run build` does) into a temp dir, and started on a temp data directory on a free port.
  */
 import { spawn, type Subprocess } from 'bun'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 const repoRoot = join(import.meta.dir, '..', '..')
 let built: Promise<string> | undefined
-let buildDir: string | undefined
 
-process.on('exit', () => {
-  if (buildDir) rmSync(buildDir, { recursive: true, force: true })
-})
-
-/** Path of the compiled binary; the first call builds it, later calls reuse it. */
+/**
+ * Path of the compiled binary; the first call of a test run builds it, later calls reuse it. It goes to
+ * dist/e2e/ (ignored by git) and is overwritten by the next run, so no 100 MB copy is left behind.
+ */
 export function relayBinary(): Promise<string> {
   built ??= (async () => {
-    buildDir = mkdtempSync(join(tmpdir(), 'relay-bin-'))
-    const out = join(buildDir, 'relay')
+    const dir = join(repoRoot, 'dist', 'e2e')
+    mkdirSync(dir, { recursive: true })
+    const out = join(dir, 'relay')
     const proc = spawn([process.execPath, 'build', '--compile', 'src/main.ts', '--outfile', out], {
       cwd: repoRoot,
       stdout: 'pipe',
