@@ -3,6 +3,8 @@
  *
  *   bun bench/messages.ts                       # full size (1M messages; several minutes)
  *   BENCH_QUICK=1 bun bench/messages.ts         # small sizes, a few seconds
+ *   BENCH_ONLY=poll bun bench/messages.ts       # one part: send | poll | sweep
+ * (from the repository root, with node_modules/.bin on PATH)
  *
  * 1. Signed send throughput: a relay process (`bun src/main.ts serve`, rate limits off) and this process
  *    as the client over loopback HTTP; BENCH_SENDERS distinct senders (≥ 1,000), BENCH_CONCURRENCY
