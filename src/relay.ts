@@ -12,6 +12,7 @@ import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
 import { createMetrics, installMetrics } from './features/metrics.ts'
 import type { MetricsRegistry } from './metrics/registry.ts'
+import { installMessages } from './features/messages.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { agentRoutes } from './http/routes/agents.ts'
@@ -25,6 +26,7 @@ import { RelayEvents } from './services/events.ts'
 import { HealthService } from './services/health.ts'
 import { deleteAgentData } from './storage/agent-cleanup.ts'
 import { AgentsRepo } from './storage/agents-repo.ts'
+import { Checkpointer } from './storage/checkpointer.ts'
 import { openDatabase, type Db } from './storage/db.ts'
 import { ReplayCache } from './auth/replay-cache.ts'
 import { GroupCommit } from './storage/group-commit.ts'
@@ -85,6 +87,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const startedAt = performance.now()
   const paths = prepareDataDir(config.dataDir)
   const db: Db = openDatabase(paths.database)
+  const checkpointer = new Checkpointer(db.$client, paths.database, logger).start()
   const events = new RelayEvents((err) => logger.error('event listener failed', { error: String(err) }))
 
   const agentsRepo = new AgentsRepo(db)
@@ -114,7 +117,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   health.component('database', () => {
     const t0 = performance.now()
     db.$client.query('SELECT 1').get()
-    return { status: 'ok', latency_ms: Math.round((performance.now() - t0) * 1000) / 1000 }
+    return { status: 'ok', latency_ms: Math.round((performance.now() - t0) * 1000) / 1000, checkpoints: checkpointer.report() }
   })
   health.component('jobs', () => ({ status: scheduler.hasFailures() ? 'degraded' : 'ok', ...scheduler.report() }))
   health.readyCheck('database', () => {
@@ -153,6 +156,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const features = {
     discovery: installDiscovery(ctx),
     metrics: installMetrics(ctx),
+    messages: installMessages(ctx),
   }
 
   const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
@@ -161,6 +165,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(agentRoutes(agents))
     .use(features.discovery.routes)
     .use(features.metrics.routes)
+    .use(features.messages.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {
@@ -204,6 +209,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     await scheduler.stop()
     for (const step of ctx.onStop) await step()
     writes.flush()
+    await checkpointer.stop()
     try {
       db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
     } catch (err) {

@@ -4,11 +4,37 @@
  */
 import type { AgentJson, CapabilityJson } from '../services/agents.ts'
 import type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson } from '../services/discovery.ts'
-import { Transport, buildQuery, readJson, type ClientOptions } from './transport.ts'
+export type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson }
+import type { AclEntryJson, AclEntryType } from '../services/models/acl.ts'
+import type {
+  AttachmentInput,
+  AttachmentJson,
+  MessageJson,
+  MessagePageJson,
+  MessageStatusJson,
+  PageQuery,
+  PollQuery,
+  SendMessageInput,
+  SendResultJson,
+} from '../services/models/message.ts'
+import { Transport, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 
 export { RelayApiError, Transport, buildQuery, type ClientOptions, type FetchLike, type Query } from './transport.ts'
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
-export type { AgentJson, CapabilityJson, CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson }
+export type { AgentJson, CapabilityJson }
+export type {
+  AclEntryJson,
+  AclEntryType,
+  AttachmentInput,
+  AttachmentJson,
+  MessageJson,
+  MessagePageJson,
+  MessageStatusJson,
+  PageQuery,
+  PollQuery,
+  SendMessageInput,
+  SendResultJson,
+}
 
 export interface AgentPatchInput {
   display_name?: string | null
@@ -95,6 +121,58 @@ export class RelayClient {
   async capabilities(query: CapabilitiesQueryInput = {}): Promise<CapabilityCatalogJson['capabilities']> {
     const res = await this.transport.json<CapabilityCatalogJson>('GET', '/v1/capabilities' + buildQuery({ ...query }))
     return res.capabilities
+  }
+
+  // --- messages (SPEC §4) ---
+  /** Sends a message; resolves once the relay has committed it. */
+  send(message: SendMessageInput): Promise<SendResultJson> {
+    return this.transport.json('POST', '/v1/messages', message)
+  }
+
+  /** One page of your inbox, oldest first; returned `sent` messages become `delivered`. */
+  poll(query: PollQuery = {}): Promise<MessagePageJson> {
+    return this.transport.json('GET', '/v1/messages' + buildQuery(query as Query))
+  }
+
+  /** Every page from `query` on (following next_cursor) until has_more is false. */
+  async *pollPages(query: PollQuery = {}): AsyncGenerator<MessagePageJson> {
+    let cursor = query.cursor
+    for (;;) {
+      const page = await this.poll({ ...query, cursor })
+      yield page
+      if (!page.has_more || !page.next_cursor) return
+      cursor = page.next_cursor
+    }
+  }
+
+  /** A message you sent or received; reading one addressed to you marks it delivered. */
+  getMessage(messageId: string): Promise<MessageJson> {
+    return this.transport.json('GET', `/v1/messages/${encodeURIComponent(messageId)}`)
+  }
+
+  messageStatus(messageId: string): Promise<MessageStatusJson> {
+    return this.transport.json('GET', `/v1/messages/${encodeURIComponent(messageId)}/status`)
+  }
+
+  /** One page of a thread's messages that you sent or received, oldest first. */
+  thread(threadId: string, query: PageQuery = {}): Promise<MessagePageJson> {
+    return this.transport.json('GET', `/v1/messages/threads/${encodeURIComponent(threadId)}` + buildQuery(query as Query))
+  }
+
+  // --- ACL (SPEC §5): always your own ---
+  readonly acl = {
+    /** Your entries, newest first. */
+    list: (entryType?: AclEntryType): Promise<AclEntryJson[]> =>
+      this.transport.json('GET', `/v1/agents/${this.publicKey}/acl` + buildQuery({ entry_type: entryType })),
+    get: (peerKey: string): Promise<AclEntryJson> =>
+      this.transport.json('GET', `/v1/agents/${this.publicKey}/acl/${encodeURIComponent(peerKey)}`),
+    /** Creates or changes the entry for a peer. */
+    put: (peerKey: string, entryType: AclEntryType): Promise<AclEntryJson> =>
+      this.transport.json('PUT', `/v1/agents/${this.publicKey}/acl/${encodeURIComponent(peerKey)}`, { entry_type: entryType }),
+    delete: (peerKey: string): Promise<void> =>
+      this.transport.json('DELETE', `/v1/agents/${this.publicKey}/acl/${encodeURIComponent(peerKey)}`),
+    allow: (peerKey: string) => this.acl.put(peerKey, 'allow'),
+    block: (peerKey: string) => this.acl.put(peerKey, 'block'),
   }
 
   /** Any signed call, for endpoints without a helper. */

@@ -16,6 +16,8 @@ export function toRelayError(code: string | number, error: unknown): { err: Rela
       return { err: new RelayError('bad_request', `Invalid ${root === 'body' ? 'request body' : root + ' parameters'}`, { fields }), unexpected: false }
     }
     case 'PARSE':
+      // Elysia wraps whatever the parse hook throws (e.g. 413 from the body cap) in a ParseError
+      if ((error as { cause?: unknown })?.cause instanceof RelayError) return { err: (error as { cause: RelayError }).cause, unexpected: false }
       return { err: new RelayError('bad_request', 'Malformed request body: expected JSON'), unexpected: false }
     case 'INVALID_COOKIE_SIGNATURE':
     case 'INVALID_FILE_TYPE':

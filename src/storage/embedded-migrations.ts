@@ -8,6 +8,7 @@ import m0001 from '../../migrations/0001_discovery_index.sql' with { type: 'text
 import m0002 from '../../migrations/0002_discovery_listing.sql' with { type: 'text' }
 import m0003 from '../../migrations/0003_discovery_triggers.sql' with { type: 'text' }
 import m0004 from '../../migrations/0004_replay_log.sql' with { type: 'text' }
+import m0005 from '../../migrations/0005_messages_expiry_order.sql' with { type: 'text' }
 
 export const MIGRATION_SQL: Record<string, string> = {
   '0000_init': m0000,
@@ -15,6 +16,7 @@ export const MIGRATION_SQL: Record<string, string> = {
   '0002_discovery_listing': m0002,
   '0003_discovery_triggers': m0003,
   '0004_replay_log': m0004,
+  '0005_messages_expiry_order': m0005,
 }
 
 export const MIGRATION_JOURNAL: { entries: { idx: number; when: number; tag: string }[] } = journal

@@ -20,6 +20,8 @@ export class GroupCommit {
   constructor(
     private readonly client: Database,
     private readonly onError: (err: unknown) => void = () => {},
+    /** A batch this large commits at once rather than waiting for the end of the turn. */
+    private readonly maxBatch = 1000,
   ) {}
 
   /** Queues a write; resolves once it is committed, rejects if it failed. */
@@ -37,9 +39,14 @@ export class GroupCommit {
   }
 
   private schedule(): void {
+    if (this.queue.length >= this.maxBatch) return this.flush()
     if (this.scheduled) return
     this.scheduled = true
     setImmediate(() => this.flush())
+  }
+
+  get waiting(): number {
+    return this.queue.length
   }
 
   /** Commits everything queued so far (also called directly on stop). */
@@ -49,14 +56,15 @@ export class GroupCommit {
     if (batch.length === 0) return
     this.queue = []
     try {
+      // IMMEDIATE: take the write lock up front (other processes, e.g. relay admin, may write too)
       this.client.transaction(() => {
         for (const p of batch) p.op()
-      })()
+      }).immediate()
       for (const p of batch) p.resolve?.()
     } catch {
       for (const p of batch) {
         try {
-          this.client.transaction(p.op)()
+          this.client.transaction(p.op).immediate()
           p.resolve?.()
         } catch (err) {
           if (p.reject) p.reject(err)

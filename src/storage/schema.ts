@@ -103,7 +103,9 @@ export const messages = sqliteTable(
     index('messages_thread_idx').on(t.threadId, t.createdAt, t.messageId),
     index('messages_sender_idx').on(t.senderKey, t.createdAt),
     index('messages_reply_idx').on(t.inReplyTo),
-    index('messages_expiry_idx').on(t.status, t.expiresAt),
+    // the expiry sweep walks expires_at; status is left out so that delivery (sent → delivered) never
+    // moves an entry of this index: that would double the pages every poll writes
+    index('messages_expires_idx').on(t.expiresAt),
   ],
 )
 

@@ -137,7 +137,7 @@ describe('step 4: replay → 409 replay_detected', () => {
     // a second relay process on the same data directory, the first never stopped
     const other = createRelay(withOverrides({ dataDir: t.dataDir, port: 0 }), { clock: t.clock, logger: silentLogger })
     await expectError(await other.handle(copy), 409, 'replay_detected')
-    other.db.$client.close()
+    await other.stop()
   })
 
   test('replay cache entries are pruned only after twice the window', async () => {

@@ -1,0 +1,71 @@
+/** /v1/agents/{publicKey}/acl (SPEC §5): owner only; the ACL service validates keys and bodies. */
+import { Elysia } from 'elysia'
+import { aclEntryToJson, type AclService } from '../../services/acl.ts'
+import { AclEntry, AclList, AclPutInput } from '../../services/models/acl.ts'
+import { PublicKey } from '../../services/models/agent.ts'
+import { callerOf } from '../app.ts'
+import { doc, errorResponses, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
+import { rawQuery } from '../query.ts'
+
+const keys = [pathParam('publicKey', PublicKey), pathParam('peerKey', PublicKey)]
+
+export function aclRoutes(acl: AclService) {
+  return new Elysia({ name: 'routes-acl' })
+    .get(
+      '/v1/agents/:publicKey/acl',
+      ({ request, params }) => acl.list(callerOf(request).publicKey, params.publicKey, rawQuery(request)).map(aclEntryToJson),
+      {
+        detail: doc({
+          tags: ['acl'],
+          summary: 'Your ACL entries, newest first',
+          parameters: [keys[0], ...queryParams({ entry_type: { description: 'allow or block', schema: { type: 'string', enum: ['allow', 'block'] } } })],
+          responses: { 200: jsonResponse(AclList, 'Entries'), ...errorResponses(400, 401, 403, 409) },
+        }),
+      },
+    )
+    .get(
+      '/v1/agents/:publicKey/acl/:peerKey',
+      ({ request, params }) => aclEntryToJson(acl.get(callerOf(request).publicKey, params.publicKey, params.peerKey)),
+      {
+        detail: doc({
+          tags: ['acl'],
+          summary: 'Your ACL entry for one peer',
+          parameters: keys,
+          responses: { 200: jsonResponse(AclEntry, 'Entry'), ...errorResponses(400, 401, 403, 404, 409) },
+        }),
+      },
+    )
+    .put(
+      '/v1/agents/:publicKey/acl/:peerKey',
+      ({ request, params, body, set }) => {
+        const { row, created } = acl.put(callerOf(request).publicKey, params.publicKey, params.peerKey, body)
+        set.status = created ? 201 : 200
+        return aclEntryToJson(row)
+      },
+      {
+        detail: doc({
+          tags: ['acl'],
+          summary: 'Allow or block a peer (201 when created, 200 when it existed)',
+          parameters: keys,
+          requestBody: jsonBody(AclPutInput),
+          responses: { 200: jsonResponse(AclEntry, 'Changed'), 201: jsonResponse(AclEntry, 'Created'), ...errorResponses(400, 401, 403, 409, 422) },
+        }),
+      },
+    )
+    .delete(
+      '/v1/agents/:publicKey/acl/:peerKey',
+      ({ request, params, set }) => {
+        acl.delete(callerOf(request).publicKey, params.publicKey, params.peerKey)
+        set.status = 204
+        return null
+      },
+      {
+        detail: doc({
+          tags: ['acl'],
+          summary: 'Remove your ACL entry for a peer',
+          parameters: keys,
+          responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404, 409) },
+        }),
+      },
+    )
+}

@@ -1,0 +1,113 @@
+/**
+ * Access control (SPEC §5) and the inbox-policy decision of SPEC §4.3 step 6, which every send path
+ * (HTTP and WebSocket) goes through.
+ */
+import { RelayError, badRequest } from '../errors.ts'
+import type { Clock } from '../lib/clock.ts'
+import { iso } from '../lib/clock.ts'
+import type { AclRepo, AclRow } from '../storage/acl-repo.ts'
+import { AclPutInput, type AclEntryJson, type AclEntryType } from './models/acl.ts'
+import { validate } from './validate.ts'
+
+/** SPEC §5 / §12. */
+export const MAX_ACL_ENTRIES = 10_000
+const KEY_PATTERN = /^[A-Za-z0-9_-]{43}$/
+
+export type InboxPolicy = 'open' | 'closed' | 'allowlist' | 'blocklist'
+
+/** The one serializer for ACL entries. */
+export function aclEntryToJson(row: AclRow): AclEntryJson {
+  return {
+    id: row.id,
+    owner_key: row.ownerKey,
+    peer_key: row.peerKey,
+    entry_type: row.entryType,
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+  }
+}
+
+export class AclService {
+  constructor(
+    private readonly repo: AclRepo,
+    private readonly clock: Clock,
+    private readonly maxEntries: number = MAX_ACL_ENTRIES,
+  ) {}
+
+  /**
+   * Whether `recipient`'s inbox policy lets `senderKey` in (SPEC §4.3 step 6): `open` accepts all,
+   * `closed` none, `allowlist` only senders with an `allow` entry, `blocklist` all but those with a
+   * `block` entry. Self-sends are decided by the caller, before this.
+   */
+  admits(recipientKey: string, policy: InboxPolicy, senderKey: string): boolean {
+    switch (policy) {
+      case 'open':
+        return true
+      case 'closed':
+        return false
+      case 'allowlist':
+        return this.repo.entryTypeFor(recipientKey, senderKey) === 'allow'
+      case 'blocklist':
+        return this.repo.entryTypeFor(recipientKey, senderKey) !== 'block'
+    }
+  }
+
+  /** Entries of the owner, newest first, optionally of one type. `query` is the raw query string map. */
+  list(caller: string, owner: string, query: Record<string, string | string[]> = {}): AclRow[] {
+    this.assertOwner(caller, owner)
+    const fields: Record<string, string> = {}
+    for (const [name, value] of Object.entries(query)) {
+      if (name !== 'entry_type') fields[name] = 'unknown parameter'
+      else if (value !== 'allow' && value !== 'block') fields[name] = 'must be allow or block'
+    }
+    if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
+    return this.repo.list(owner, query.entry_type as AclEntryType | undefined)
+  }
+
+  get(caller: string, owner: string, peer: string): AclRow {
+    this.assertOwner(caller, owner)
+    this.assertPeer(peer)
+    const row = this.repo.find(owner, peer)
+    if (!row) throw new RelayError('not_found', 'No ACL entry for this peer')
+    return row
+  }
+
+  /** Creates or changes the entry for `peer`; `created` tells 201 from 200. At most 10,000 per owner. */
+  put(caller: string, owner: string, peer: string, body: unknown): { row: AclRow; created: boolean } {
+    this.assertOwner(caller, owner)
+    this.assertPeer(peer)
+    const { entry_type } = validate(AclPutInput, body ?? undefined)
+    const now = this.clock.now()
+    return this.repo.transaction(() => {
+      const existing = this.repo.find(owner, peer)
+      if (existing) {
+        if (existing.entryType !== entry_type) {
+          this.repo.setType(existing.id, entry_type, now)
+          existing.entryType = entry_type
+          existing.updatedAt = now
+        }
+        return { row: existing, created: false }
+      }
+      if (this.repo.count(owner) >= this.maxEntries) {
+        throw new RelayError('unprocessable_entity', `An agent can have at most ${this.maxEntries} ACL entries`, {
+          limit: this.maxEntries,
+        })
+      }
+      return { row: this.repo.insert(owner, peer, entry_type, now), created: true }
+    })
+  }
+
+  delete(caller: string, owner: string, peer: string): void {
+    this.assertOwner(caller, owner)
+    this.assertPeer(peer)
+    if (!this.repo.delete(owner, peer)) throw new RelayError('not_found', 'No ACL entry for this peer')
+  }
+
+  private assertOwner(caller: string, owner: string): void {
+    if (caller !== owner) throw new RelayError('forbidden', 'Only the agent itself may read or change its ACL')
+  }
+
+  private assertPeer(peer: string): void {
+    if (!KEY_PATTERN.test(peer)) throw badRequest('Invalid path parameters', { peerKey: 'must be a public key: 43 base64url characters' })
+  }
+}

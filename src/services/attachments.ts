@@ -1,0 +1,23 @@
+/**
+ * SPEC §4.3 check 4: every attachment names a blob that exists and belongs to the sender. Blob storage
+ * is not part of this relay yet, so no blob can pass: any attachment is refused with 422 naming the
+ * blob ids. The blobs feature replaces this function (MessagesService.setAttachmentResolver) with one
+ * that checks blob records and fills content_type, size and hash from them.
+ */
+import { RelayError } from '../errors.ts'
+import type { AttachmentInput, AttachmentJson } from './models/message.ts'
+
+/** An attachment ready to store: the relay's content_type/size/hash plus the sender's other fields. */
+export type ResolvedAttachment = AttachmentJson
+
+/**
+ * Resolves the attachments of a send by `senderKey` at `now`, or throws 422 `unprocessable_entity`
+ * with `details.blob_ids` naming the unusable ones. Runs before the rate check, outside any transaction.
+ */
+export type AttachmentResolver = (senderKey: string, attachments: readonly AttachmentInput[], now: number) => ResolvedAttachment[]
+
+export const resolveAttachments: AttachmentResolver = (_senderKey, attachments) => {
+  if (attachments.length === 0) return []
+  const blobIds = attachments.map((a) => a.blob_id)
+  throw new RelayError('unprocessable_entity', `Unknown blob${blobIds.length > 1 ? 's' : ''}: ${blobIds.join(', ')}`, { blob_ids: blobIds })
+}

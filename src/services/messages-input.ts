@@ -1,0 +1,147 @@
+/**
+ * Input checks of the messages service, shared by every path that reaches it (HTTP and WebSocket):
+ * the send body (SPEC §4.3 checks 1–3, in order) and the query parameters of polls and thread listings.
+ */
+import { RelayError, badRequest, type FieldErrors } from '../errors.ts'
+import type { InboxFilter, Position } from '../storage/messages-repo.ts'
+import { decodeCursor } from './cursor.ts'
+import { MESSAGE_LIMITS, SendMessageInput, type AttachmentInput } from './models/message.ts'
+import { isPlainObject, jsonBytes, validate } from './validate.ts'
+
+export interface SendRequest {
+  recipientKey: string
+  contentType: string
+  /** Serialized JSON of `body`, or null when absent. */
+  bodyText: string | null
+  attachments: AttachmentInput[]
+  threadId: string | null
+  inReplyTo: string | null
+  expiresInMs: number
+  /** Serialized JSON of `metadata`, or null when absent. */
+  metadataText: string | null
+}
+
+const DEFAULT_CONTENT_TYPE = 'application/json'
+
+/**
+ * SPEC §4.3 checks 1–3: 413 when the serialized `body` exceeds 1 MiB (the 2 MiB request cap is the
+ * HTTP pipeline's, before parsing), 400 naming every offending field, 422 when there is neither a body
+ * nor a non-empty attachments array. A JSON `null` body counts as no body.
+ */
+export function parseSendInput(input: unknown): SendRequest {
+  let bodyText: string | null = null
+  if (isPlainObject(input) && input.body !== undefined && input.body !== null) {
+    bodyText = JSON.stringify(input.body)
+    const bytes = Buffer.byteLength(bodyText)
+    if (bytes > MESSAGE_LIMITS.bodyBytes) {
+      throw new RelayError('payload_too_large', `Message body is ${bytes} bytes serialized; the limit is ${MESSAGE_LIMITS.bodyBytes}`, {
+        field: 'body',
+        limit_bytes: MESSAGE_LIMITS.bodyBytes,
+      })
+    }
+  }
+  const msg = validate(SendMessageInput, input)
+  const fields: FieldErrors = {}
+  if (msg.metadata !== undefined && jsonBytes(msg.metadata) > MESSAGE_LIMITS.metadataBytes) {
+    fields.metadata = 'must be at most 16 KiB serialized'
+  }
+  msg.attachments?.forEach((a, i) => {
+    for (const k of ['dek_enc', 'dek_ct'] as const) {
+      const v = a[k]
+      if (v !== undefined && Buffer.byteLength(v) > MESSAGE_LIMITS.dekBytes) fields[`attachments[${i}].${k}`] = 'must be at most 4 KiB'
+    }
+  })
+  if (Object.keys(fields).length) throw badRequest('Invalid request body', fields)
+  const attachments = msg.attachments ?? []
+  if (bodyText === null && attachments.length === 0) {
+    throw new RelayError('unprocessable_entity', 'A message needs a body or at least one attachment')
+  }
+  return {
+    recipientKey: msg.recipient_key,
+    contentType: msg.content_type ?? DEFAULT_CONTENT_TYPE,
+    bodyText,
+    attachments,
+    threadId: msg.thread_id ?? null,
+    inReplyTo: msg.in_reply_to ?? null,
+    expiresInMs: (msg.expires_in ?? MESSAGE_LIMITS.expiresInDefaultS) * 1000,
+    metadataText: msg.metadata === undefined ? null : JSON.stringify(msg.metadata),
+  }
+}
+
+/** Raw query parameters: a repeated name arrives as an array. */
+export type RawQuery = Record<string, string | string[]>
+
+export interface PageRequest {
+  after: Position | null
+  limit: number
+}
+
+export interface PollRequest extends PageRequest {
+  filter: InboxFilter
+}
+
+const KEY = /^[A-Za-z0-9_-]{43}$/
+const STATUSES = new Set(['sent', 'delivered', 'expired'])
+
+type ParamRule = (value: string) => string | null
+
+const PAGE_RULES: Record<string, ParamRule> = {
+  cursor: (v) => (v.length ? null : 'must not be empty'),
+  limit: (v) => (/^\d{1,3}$/.test(v) && +v >= 1 && +v <= MESSAGE_LIMITS.pageMax ? null : `must be an integer from 1 to ${MESSAGE_LIMITS.pageMax}`),
+}
+
+const POLL_RULES: Record<string, ParamRule> = {
+  ...PAGE_RULES,
+  status: (v) => (STATUSES.has(v) ? null : 'must be sent, delivered or expired'),
+  sender_key: (v) => (KEY.test(v) ? null : 'must be a public key: 43 base64url characters'),
+  in_reply_to: (v) => (v.length >= 1 && v.length <= MESSAGE_LIMITS.inReplyTo ? null : `must be 1 to ${MESSAGE_LIMITS.inReplyTo} characters`),
+  thread_id: (v) => (v.length >= 1 && v.length <= MESSAGE_LIMITS.threadId ? null : `must be 1 to ${MESSAGE_LIMITS.threadId} characters`),
+}
+
+/** Checks every parameter against `rules`; unknown or repeated parameters are errors (SPEC §11). */
+function checkQuery(raw: RawQuery, rules: Record<string, ParamRule>): Record<string, string> {
+  const fields: FieldErrors = {}
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(raw)) {
+    const rule = rules[name]
+    if (!rule) fields[name] = 'unknown parameter'
+    else if (Array.isArray(value)) fields[name] = 'must be given at most once'
+    else {
+      const problem = rule(value)
+      if (problem) fields[name] = problem
+      else out[name] = value
+    }
+  }
+  if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
+  return out
+}
+
+function pageOf(q: Record<string, string>): PageRequest {
+  return {
+    after: q.cursor === undefined ? null : decodeCursor(q.cursor),
+    limit: q.limit === undefined ? MESSAGE_LIMITS.pageDefault : Number(q.limit),
+  }
+}
+
+/** GET /v1/messages parameters (SPEC §4.4); throws 400 naming each bad parameter. */
+export function parsePollQuery(raw: RawQuery): PollRequest {
+  const q = checkQuery(raw, POLL_RULES)
+  const filter: InboxFilter = { status: (q.status ?? 'sent') as InboxFilter['status'] }
+  if (q.sender_key) filter.senderKey = q.sender_key
+  if (q.in_reply_to) filter.inReplyTo = q.in_reply_to
+  if (q.thread_id) filter.threadId = q.thread_id
+  return { ...pageOf(q), filter }
+}
+
+/** `cursor` and `limit` of a thread listing (SPEC §4.5). */
+export function parsePageQuery(raw: RawQuery): PageRequest {
+  return pageOf(checkQuery(raw, PAGE_RULES))
+}
+
+/** A thread id from a path: 1–128 characters, else 400. */
+export function checkThreadId(threadId: string): string {
+  if (threadId.length < 1 || threadId.length > MESSAGE_LIMITS.threadId) {
+    throw badRequest('Invalid path parameters', { threadID: `must be 1 to ${MESSAGE_LIMITS.threadId} characters` })
+  }
+  return threadId
+}

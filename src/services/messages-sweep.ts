@@ -1,0 +1,104 @@
+/**
+ * The expiry sweep (SPEC §4.6), run by the `expire-messages` job every RELAY_SWEEP_INTERVAL. Reads
+ * already treat messages by time, so this only brings storage in line: `sent` past expiry → `expired`
+ * with body and attachment links dropped; `delivered` past expiry → removed; expired envelopes →
+ * removed after the retention.
+ *
+ * It walks messages_expires_idx from a persisted watermark: every message with expires_at at or before
+ * the watermark has been handled, and a new message always expires after the moment it is created, so
+ * each run only visits what expired since the last one (never the week of retained envelopes). Work
+ * goes in bounded batches, each its own short transaction, yielding to the event loop in between; the
+ * batch size adapts so that one batch takes about `targetBatchMs` on any hardware.
+ */
+import type { MessagesRepo, SweepPosition } from '../storage/messages-repo.ts'
+
+export interface SweepResult {
+  expired: number
+  removed_delivered: number
+  removed_expired: number
+  batches: number
+}
+
+export interface SweepOptions {
+  /** Largest batch (rows per transaction). */
+  maxBatch?: number
+  /** Smallest batch the adaptation may shrink to. */
+  minBatch?: number
+  /** Aim for batches of about this long, so the event loop is never held much longer. */
+  targetBatchMs?: number
+  /** How to let other work run between batches; tests may pass their own. */
+  pause?: () => Promise<void>
+}
+
+/** 1,000 rows take a few ms on ordinary hardware; slow disks shrink it through the adaptation. */
+const MAX_BATCH = 1000
+const MIN_BATCH = 50
+/** Well under the 50 ms a request may wait. */
+const TARGET_BATCH_MS = 10
+/** relay_state key: expires_at up to which every message has been swept. */
+export const SWEEP_WATERMARK_KEY = 'messages.sweep_watermark'
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+export class MessageSweeper {
+  private readonly maxBatch: number
+  private readonly minBatch: number
+  private readonly targetMs: number
+  private readonly pause: () => Promise<void>
+  /** Carried from run to run: what the last batches showed this machine can do. */
+  private batch: number
+
+  constructor(
+    private readonly repo: MessagesRepo,
+    private readonly expiredRetentionMs: number,
+    opts: SweepOptions = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? MAX_BATCH
+    this.minBatch = Math.min(opts.minBatch ?? MIN_BATCH, this.maxBatch)
+    this.targetMs = opts.targetBatchMs ?? TARGET_BATCH_MS
+    this.pause = opts.pause ?? nextTurn
+    this.batch = Math.max(this.minBatch, Math.min(this.maxBatch, 250))
+  }
+
+  /** One full sweep at `now`; resolves with how many rows each step touched. */
+  async runOnce(now: number): Promise<SweepResult> {
+    const result: SweepResult = { expired: 0, removed_delivered: 0, removed_expired: 0, batches: 0 }
+    const watermark = this.repo.stateNumber(SWEEP_WATERMARK_KEY) ?? Number.NEGATIVE_INFINITY
+    if (watermark < now) {
+      // expired since the last run: sent → expired, delivered → removed
+      let pos: SweepPosition = { expiresAt: watermark, rowid: Number.MAX_SAFE_INTEGER }
+      for (;;) {
+        const size = this.batch
+        const b = this.timed(size, () => this.repo.expireBatch(pos, now, size))
+        result.expired += b.expired
+        result.removed_delivered += b.removed
+        result.batches++
+        pos = b.last
+        if (b.scanned < size) break
+        await this.pause()
+      }
+      this.repo.setStateNumber(SWEEP_WATERMARK_KEY, now)
+    }
+    // envelopes past the retention (and anything else that old)
+    const cutoff = now - this.expiredRetentionMs
+    for (;;) {
+      const size = this.batch
+      const n = this.timed(size, () => this.repo.removeExpiredBatch(cutoff, size))
+      result.removed_expired += n
+      result.batches++
+      if (n < size) break
+      await this.pause()
+    }
+    return result
+  }
+
+  /** Runs one batch in its own transaction and adapts the next batch size to how long it took. */
+  private timed<T extends number | { scanned: number }>(size: number, step: () => T): T {
+    const started = performance.now()
+    const out = this.repo.transaction(step)
+    const elapsed = performance.now() - started
+    const full = (typeof out === 'number' ? out : out.scanned) === size
+    if (elapsed > this.targetMs * 1.5) this.batch = Math.max(this.minBatch, Math.floor(size / 2))
+    else if (full && elapsed < this.targetMs / 2) this.batch = Math.min(this.maxBatch, size * 2)
+    return out
+  }
+}

@@ -1,0 +1,128 @@
+/** Wire shapes of messages (SPEC §4); used for validation and the OpenAPI document. */
+import { Type as T, type Static } from '@sinclair/typebox'
+import { PublicKey } from './agent.ts'
+
+const DateTime = T.String({ format: 'date-time' })
+
+/** SPEC §4.1 / §12 limits. */
+export const MESSAGE_LIMITS = {
+  bodyBytes: 1024 * 1024,
+  attachments: 10,
+  contentType: 255,
+  threadId: 128,
+  /** A message id is at most 33 chars; other relays' ids may be longer, so leave room. */
+  inReplyTo: 128,
+  metadataBytes: 16 * 1024,
+  filename: 255,
+  dekBytes: 4 * 1024,
+  expiresInMinS: 1,
+  expiresInMaxS: 2_592_000,
+  expiresInDefaultS: 604_800,
+  pageMax: 100,
+  pageDefault: 50,
+} as const
+
+export const MessageStatus = T.Union([T.Literal('sent'), T.Literal('delivered'), T.Literal('expired')])
+export type MessageStatus = Static<typeof MessageStatus>
+
+/** Attachment as a sender gives it: `content_type`, `size` and `hash` are accepted but ignored. */
+export const AttachmentInput = T.Object(
+  {
+    blob_id: T.String({ minLength: 1, maxLength: 64 }),
+    filename: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.filename })),
+    content_type: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.contentType })),
+    size: T.Optional(T.Integer({ minimum: 0 })),
+    hash: T.Optional(T.String({ maxLength: 128 })),
+    encrypted: T.Optional(T.Boolean()),
+    dek_enc: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.dekBytes })),
+    dek_ct: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.dekBytes })),
+  },
+  { additionalProperties: false },
+)
+export type AttachmentInput = Static<typeof AttachmentInput>
+
+/** Attachment as stored and returned, with the relay's own content_type, size and hash (SPEC §4.1). */
+export const Attachment = T.Object({
+  blob_id: T.String(),
+  filename: T.Optional(T.String()),
+  content_type: T.String(),
+  size: T.Integer(),
+  hash: T.String({ description: 'SHA-256 hex of the blob bytes' }),
+  encrypted: T.Boolean(),
+  dek_enc: T.Optional(T.String()),
+  dek_ct: T.Optional(T.String()),
+})
+export type AttachmentJson = Static<typeof Attachment>
+
+export const SendMessageInput = T.Object(
+  {
+    recipient_key: PublicKey,
+    content_type: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.contentType, description: 'default application/json; stored verbatim' })),
+    body: T.Optional(T.Unknown({ description: 'any JSON, ≤ 1 MiB serialized' })),
+    attachments: T.Optional(T.Array(AttachmentInput, { maxItems: MESSAGE_LIMITS.attachments })),
+    thread_id: T.Optional(T.String({ minLength: 1, maxLength: MESSAGE_LIMITS.threadId })),
+    in_reply_to: T.Optional(T.String({ minLength: 1, maxLength: MESSAGE_LIMITS.inReplyTo })),
+    expires_in: T.Optional(
+      T.Integer({ minimum: MESSAGE_LIMITS.expiresInMinS, maximum: MESSAGE_LIMITS.expiresInMaxS, description: 'seconds; default 604800 (7 days)' }),
+    ),
+    metadata: T.Optional(T.Record(T.String(), T.Unknown(), { description: 'object, ≤ 16 KiB serialized' })),
+  },
+  { additionalProperties: false },
+)
+export type SendMessageInput = Static<typeof SendMessageInput>
+
+export const SendResult = T.Object({
+  message_id: T.String(),
+  status: T.Literal('sent'),
+  created_at: DateTime,
+  expires_at: DateTime,
+})
+export type SendResultJson = Static<typeof SendResult>
+
+export const Message = T.Object({
+  message_id: T.String({ pattern: '^msg_[0-9]+_[0-9a-f]{12}$' }),
+  sender_key: PublicKey,
+  recipient_key: PublicKey,
+  content_type: T.String(),
+  body: T.Optional(T.Unknown()),
+  attachments: T.Optional(T.Array(Attachment)),
+  thread_id: T.Optional(T.String()),
+  in_reply_to: T.Optional(T.String()),
+  metadata: T.Optional(T.Record(T.String(), T.Unknown())),
+  status: MessageStatus,
+  created_at: DateTime,
+  expires_at: DateTime,
+  delivered_at: T.Optional(DateTime),
+})
+export type MessageJson = Static<typeof Message>
+
+export const MessagePage = T.Object({
+  messages: T.Array(Message),
+  has_more: T.Boolean(),
+  next_cursor: T.Union([T.String(), T.Null()]),
+})
+export type MessagePageJson = Static<typeof MessagePage>
+
+export const MessageStatusResult = T.Object({
+  message_id: T.String(),
+  status: MessageStatus,
+  created_at: DateTime,
+  expires_at: DateTime,
+  delivered_at: T.Optional(DateTime),
+})
+export type MessageStatusJson = Static<typeof MessageStatusResult>
+
+/** Query of GET /v1/messages as the client builds it. */
+export interface PollQuery {
+  cursor?: string
+  limit?: number
+  status?: MessageStatus
+  sender_key?: string
+  in_reply_to?: string
+  thread_id?: string
+}
+
+export interface PageQuery {
+  cursor?: string
+  limit?: number
+}
