@@ -15,6 +15,7 @@ import type { MetricsRegistry } from './metrics/registry.ts'
 import { installMessages } from './features/messages.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
+import { stateOf } from './http/request-state.ts'
 import { agentRoutes } from './http/routes/agents.ts'
 import { installDiscovery } from './features/discovery.ts'
 import { docsRoutes } from './http/routes/docs.ts'
@@ -170,7 +171,18 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {
     try {
-      return await app.handle(request)
+      const response = await app.handle(request)
+      const replayCommitted = stateOf(request)?.replayCommitted
+      if (replayCommitted) {
+        try {
+          await replayCommitted
+        } catch (err) {
+          // the signature could not be recorded: the request may not count as answered
+          logger.error('replay cache write failed', { error: String(err) })
+          return errorResponse(new RelayError('service_unavailable', 'Storage is unavailable; retry later'), stateOf(request)?.requestId ?? newRequestId())
+        }
+      }
+      return response
     } catch (err) {
       logger.error('request escaped the pipeline', { error: String(err), stack: (err as Error)?.stack })
       return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())

@@ -25,20 +25,17 @@ export class ReplayCache {
   }
 
   /**
-   * Records a signature. Resolves false at once for a replay; otherwise resolves true once the entry
-   * is committed (a concurrent duplicate is refused while the first is still being written).
+   * Records a signature. Returns null for a replay (including a duplicate whose first copy is still
+   * being written); otherwise a promise that resolves once the entry is committed.
    */
-  async accept(signature: string, expiresAt: number): Promise<boolean> {
+  reserve(signature: string, expiresAt: number): Promise<void> | null {
     const id = signature.slice(0, ID_CHARS)
-    if (this.seen.has(id)) return false
+    if (this.seen.has(id)) return null
     this.seen.set(id, expiresAt)
-    try {
-      await this.writes.write(() => this.repo.append(id, expiresAt))
-    } catch (err) {
+    return this.writes.write(() => this.repo.append(id, expiresAt)).catch((err) => {
       this.seen.delete(id) // not durable: let an honest retry through
       throw err
-    }
-    return true
+    })
   }
 
   /** Forgets expired entries in memory and in the log (bounded batches). */

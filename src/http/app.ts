@@ -93,7 +93,11 @@ export function createApp(deps: AppDeps) {
         state.pendingAuth = authenticator.checkHeaders(input)
         return
       }
-      state.agent = await authenticator.authenticateRequest(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
+      const auth = authenticator.authenticateRequestDeferred(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
+      state.agent = auth.agent
+      // awaited by relay.handle before the answer leaves (see authenticateRequestDeferred)
+      state.replayCommitted = auth.committed
+      auth.committed.catch(() => {})
       if (state.parsed === PARSE_FAILED) throw new RelayError('bad_request', 'Malformed request body: expected JSON')
     })
     .onError({ as: 'global' }, ({ code, error, request, path, set }) => {

@@ -12,6 +12,8 @@ export interface RequestState {
   /** A failure while reading the body (e.g. 413), raised once the pipeline can render it. */
   bodyError?: unknown
   agent?: AgentRow
+  /** Resolves once the request's replay-cache entry is committed; the answer waits for it. */
+  replayCommitted?: Promise<void>
   /** Streamed uploads: header checks passed, signature still to verify against the streamed hash. */
   pendingAuth?: PrecheckedAuth
   /** Route template for logs and metrics, e.g. /v1/agents/:publicKey. */

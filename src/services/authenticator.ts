@@ -58,6 +58,21 @@ export class Authenticator {
     return this.finish(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
   }
 
+  /**
+   * Steps 1–5 without waiting for the replay entry to be written: the caller proceeds at once and must
+   * await `committed` before it answers. Writes the handler queues on the same group commit land in the
+   * same transaction (or a later one), so a request never pays two commits.
+   */
+  authenticateRequestDeferred(
+    input: SignedInput,
+    method: string,
+    pathWithQuery: string,
+    bodyHash: string,
+  ): { agent: AgentRow; committed: Promise<void> } {
+    const pre = this.checkHeaders(input)
+    return this.verifyAndReserve(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
+  }
+
   /** Steps 1–5 for a WebSocket auth frame (canonical string `WS\n` + timestamp). */
   authenticateWs(input: SignedInput): Promise<AgentRow> {
     const pre = this.checkHeaders(input)
@@ -90,14 +105,24 @@ export class Authenticator {
    * signature is durably recorded), then the agent. Nothing happens for a replay.
    */
   async finish(pre: PrecheckedAuth, canonicalText: string): Promise<AgentRow> {
+    const { agent, committed } = this.verifyAndReserve(pre, canonicalText)
+    await committed
+    return agent
+  }
+
+  private verifyAndReserve(pre: PrecheckedAuth, canonicalText: string): { agent: AgentRow; committed: Promise<void> } {
     if (!verifyEd25519(pre.keyBytes, canonicalText, pre.sigBytes)) {
       throw new RelayError('invalid_signature', 'Signature does not verify')
     }
     // kept for twice the window: a replay is only possible while the timestamp is inside it
-    if (!(await this.replay.accept(pre.signature, this.clock.now() + 2 * this.toleranceMs))) {
-      throw new RelayError('replay_detected', 'This signature was already used')
+    const committed = this.replay.reserve(pre.signature, this.clock.now() + 2 * this.toleranceMs)
+    if (!committed) throw new RelayError('replay_detected', 'This signature was already used')
+    try {
+      return { agent: this.resolveAgent(pre.publicKey), committed }
+    } catch (err) {
+      committed.catch(() => {}) // the request fails anyway; the entry still guards against replays
+      throw err
     }
-    return this.resolveAgent(pre.publicKey)
   }
 
   /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */
