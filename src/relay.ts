@@ -231,14 +231,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   }
 
   return {
-    config,
-    clock,
-    logger,
-    db,
-    paths,
-    events,
-    scheduler,
-    health,
+    ...ctx,
     ctx,
     features,
     services: { agents, authenticator },

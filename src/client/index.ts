@@ -22,19 +22,8 @@ import { Transport, buildQuery, readJson, type ClientOptions, type Query } from 
 export { RelayApiError, Transport, buildQuery, type ClientOptions, type FetchLike, type Query } from './transport.ts'
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
 export type { AgentJson, CapabilityJson }
-export type {
-  AclEntryJson,
-  AclEntryType,
-  AttachmentInput,
-  AttachmentJson,
-  MessageJson,
-  MessagePageJson,
-  MessageStatusJson,
-  PageQuery,
-  PollQuery,
-  SendMessageInput,
-  SendResultJson,
-}
+export type * from '../services/models/message.ts'
+export type { AclEntryJson, AclEntryType }
 
 export interface AgentPatchInput {
   display_name?: string | null
