@@ -8,6 +8,7 @@
  * needs no extra entry point.
  */
 import type { Database } from 'bun:sqlite'
+import { statSync } from 'node:fs'
 import type { Logger } from '../lib/logger.ts'
 
 const WORKER_SOURCE = `
@@ -34,6 +35,9 @@ self.onmessage = (event) => {
 }
 `
 
+/** WAL size at which the worker starts (a quarter of SQLite's automatic threshold of 1,000 pages). */
+const WORKER_AFTER_WAL_BYTES = 1024 * 1024
+
 /** SQLite's default automatic checkpoint threshold, restored when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 
@@ -47,6 +51,7 @@ export interface CheckpointStats {
 export class Checkpointer {
   private worker: Worker | null = null
   private timer: ReturnType<typeof setInterval> | undefined
+  private waitTimer: ReturnType<typeof setInterval> | undefined
   private busy = false
   private ready = false
   private closed: (() => void) | null = null
@@ -59,7 +64,31 @@ export class Checkpointer {
     private readonly intervalMs = 200,
   ) {}
 
+  /**
+   * Starts the worker once the WAL first reaches `WORKER_AFTER_WAL_BYTES` (checked every second), so
+   * an idle relay does not pay for a second thread; until then SQLite's automatic checkpoint, far
+   * below its threshold, never runs.
+   */
   start(): this {
+    const wal = `${this.path}-wal`
+    const check = () => {
+      let size = 0
+      try {
+        size = statSync(wal).size
+      } catch {
+        // no WAL yet
+      }
+      if (size < WORKER_AFTER_WAL_BYTES) return
+      clearInterval(this.waitTimer)
+      this.spawn()
+    }
+    this.waitTimer = setInterval(check, 1000)
+    ;(this.waitTimer as { unref?: () => void }).unref?.()
+    check()
+    return this
+  }
+
+  private spawn(): void {
     try {
       const worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' })))
       worker.onmessage = (event: MessageEvent) => this.onMessage(event.data)
@@ -70,7 +99,6 @@ export class Checkpointer {
     } catch (err) {
       this.fail(String(err))
     }
-    return this
   }
 
   report(): CheckpointStats {
@@ -79,6 +107,7 @@ export class Checkpointer {
 
   /** Ends the worker (its connection closed) and gives checkpoints back to the main connection. */
   async stop(): Promise<void> {
+    clearInterval(this.waitTimer)
     clearInterval(this.timer)
     const worker = this.worker
     if (!worker) return

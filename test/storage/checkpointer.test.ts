@@ -24,11 +24,18 @@ test('checkpoints move to the worker and come back when it stops', async () => {
   const c = openDatabase(path).$client
   try {
     expect(autocheckpoint(c)).toBe(1000)
+    c.run('PRAGMA wal_checkpoint(TRUNCATE)')
     const cp = new Checkpointer(c, path, silentLogger, 20).start()
+    // an idle database keeps SQLite's own checkpoint and no worker thread
+    await Bun.sleep(50)
+    expect(cp.report().on_worker).toBe(false)
+    expect(autocheckpoint(c)).toBe(1000)
+    // the worker starts once the WAL has grown past 1 MiB
+    const insert = c.prepare('INSERT INTO relay_state (key, value) VALUES (?, ?)')
+    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
     await until(() => cp.report().on_worker)
     expect(autocheckpoint(c)).toBe(0)
-    const insert = c.prepare('INSERT INTO relay_state (key, value) VALUES (?, ?)')
-    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(2000)))()
+    for (let i = 200; i < 400; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(2000)))()
     await until(() => cp.report().runs > 2)
     await cp.stop()
     expect(cp.report().on_worker).toBe(false)
