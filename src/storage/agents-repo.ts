@@ -18,7 +18,12 @@ const CACHE_MAX = 20_000
 export class AgentsRepo {
   private readonly byKey
   private readonly cache = new Map<string, AgentRow>()
+  private readonly changed
   constructor(private readonly db: Db) {
+    // polled several times a second: prepared once, reads only the updated_at index range
+    this.changed = db.$client.prepare<{ publicKey: string; status: AgentRow['status']; updatedAt: number }, [number]>(
+      'SELECT public_key AS publicKey, status, updated_at AS updatedAt FROM agents WHERE updated_at > ? ORDER BY updated_at',
+    )
     this.byKey = db.$client.prepare<Record<string, unknown>, [string]>('SELECT * FROM agents WHERE public_key = ?')
   }
 
@@ -96,11 +101,7 @@ export class AgentsRepo {
 
   /** Agents changed after `since` (ms), e.g. by `relay admin` in another process. */
   changedSince(since: number): { publicKey: string; status: AgentRow['status']; updatedAt: number }[] {
-    return this.db
-      .select({ publicKey: agents.publicKey, status: agents.status, updatedAt: agents.updatedAt })
-      .from(agents)
-      .where(gt(agents.updatedAt, since))
-      .all()
+    return this.changed.all(since)
   }
 
   list(opts: { limit: number; after?: string }): AgentRow[] {
