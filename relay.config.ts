@@ -9,6 +9,7 @@ export default {
   port: 8080,
   dataDir: './data',
   logLevel: 'info',
+  verifyOnWorker: true,
   timestampTolerance: '300s',
   rateLimits: { sendPerMin: 30, pollPerMin: 120 },
   blobs: { maxSize: '100MiB', quota: '1GiB', unattachedTtl: '24h' },

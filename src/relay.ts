@@ -30,6 +30,7 @@ import { AgentsRepo } from './storage/agents-repo.ts'
 import { Checkpointer } from './storage/checkpointer.ts'
 import { openDatabase, type Db } from './storage/db.ts'
 import { ReplayCache } from './auth/replay-cache.ts'
+import { VerifyPool } from './auth/verify-pool.ts'
 import { GroupCommit } from './storage/group-commit.ts'
 import { ReplayRepo } from './storage/replay-repo.ts'
 import { VERSION } from './version.ts'
@@ -95,7 +96,10 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const replayRepo = new ReplayRepo(db)
   const writes = new GroupCommit(db.$client, (err) => logger.error('background write failed', { error: String(err) }))
   const replayCache = new ReplayCache(replayRepo, writes, clock.now())
-  const authenticator = new Authenticator(agentsRepo, replayCache, writes, clock, config.timestampToleranceMs)
+  const verifier = new VerifyPool(config.verifyOnWorker, (error) =>
+    logger.warn('signature worker failed; verifying on the main thread', { error }),
+  )
+  const authenticator = new Authenticator(agentsRepo, replayCache, verifier, writes, clock, config.timestampToleranceMs)
   const agents = new AgentsService(db, agentsRepo, clock, events)
   agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
   events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
@@ -222,6 +226,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     for (const step of ctx.onStop) await step()
     writes.flush()
     await checkpointer.stop()
+    verifier.stop()
     try {
       db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
     } catch (err) {

@@ -6,6 +6,7 @@ export interface Config {
   port: number
   dataDir: string
   logLevel: LogLevel
+  verifyOnWorker: boolean
   timestampToleranceMs: number
   rateLimits: { sendPerMin: number; pollPerMin: number }
   blobs: { maxSizeBytes: number; quotaBytes: number; unattachedTtlMs: number }

@@ -23,6 +23,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'port', env: 'RELAY_PORT', flag: '--port', kind: 'port', default: 8080, why: 'a common unprivileged HTTP port; 0 picks a free port' },
   { key: 'dataDir', env: 'RELAY_DATA_DIR', flag: '--data-dir', kind: 'string', default: './data', why: 'database, blobs and key material in one directory that is easy to back up; created on first start' },
   { key: 'logLevel', env: 'RELAY_LOG_LEVEL', flag: '--log-level', kind: 'level', default: 'info', why: 'one line per request and per job run is enough to operate; debug adds detail' },
+  { key: 'verifyOnWorker', env: 'RELAY_VERIFY_ON_WORKER', kind: 'bool', default: true, why: 'check request signatures on a worker thread so the event loop keeps serving; false verifies inline (one thread)' },
   { key: 'timestampTolerance', env: 'RELAY_TIMESTAMP_TOLERANCE', kind: 'duration', default: '300s', min: 1000, max: 86_400_000, why: 'SPEC §1.2: ±5 min absorbs ordinary clock drift while keeping the replay cache small' },
   { key: 'rateLimits.sendPerMin', env: 'RELAY_RATE_SEND_PER_MIN', kind: 'int', default: 30, min: 0, max: 10_000_000, why: 'SPEC §7: POST /v1/messages plus WebSocket send per agent per sliding minute (0 = unlimited)' },
   { key: 'rateLimits.pollPerMin', env: 'RELAY_RATE_POLL_PER_MIN', kind: 'int', default: 120, min: 0, max: 10_000_000, why: 'SPEC §7: GET /v1/messages per agent per sliding minute (0 = unlimited)' },

@@ -93,7 +93,7 @@ export function createApp(deps: AppDeps) {
         state.pendingAuth = authenticator.checkHeaders(input)
         return
       }
-      const auth = authenticator.authenticateRequestDeferred(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
+      const auth = await authenticator.authenticateRequestDeferred(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
       state.agent = auth.agent
       // awaited by relay.handle before the answer leaves (see authenticateRequestDeferred)
       state.replayCommitted = auth.committed

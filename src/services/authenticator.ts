@@ -5,7 +5,7 @@
  */
 import { canonicalString, wsCanonicalString } from '../auth/canonical.ts'
 import { decodePublicKey, decodeSignature } from '../auth/keys.ts'
-import { verifyEd25519 } from '../auth/verify.ts'
+import type { VerifyPool } from '../auth/verify-pool.ts'
 import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AgentRow, AgentsRepo } from '../storage/agents-repo.ts'
@@ -47,6 +47,7 @@ export class Authenticator {
   constructor(
     private readonly agents: AgentsRepo,
     private readonly replay: ReplayCache,
+    private readonly verifier: VerifyPool,
     private readonly writes: GroupCommit,
     private readonly clock: Clock,
     private readonly toleranceMs: number,
@@ -68,7 +69,7 @@ export class Authenticator {
     method: string,
     pathWithQuery: string,
     bodyHash: string,
-  ): { agent: AgentRow; committed: Promise<void> } {
+  ): Promise<{ agent: AgentRow; committed: Promise<void> }> {
     const pre = this.checkHeaders(input)
     return this.verifyAndReserve(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
   }
@@ -105,13 +106,13 @@ export class Authenticator {
    * signature is durably recorded), then the agent. Nothing happens for a replay.
    */
   async finish(pre: PrecheckedAuth, canonicalText: string): Promise<AgentRow> {
-    const { agent, committed } = this.verifyAndReserve(pre, canonicalText)
+    const { agent, committed } = await this.verifyAndReserve(pre, canonicalText)
     await committed
     return agent
   }
 
-  private verifyAndReserve(pre: PrecheckedAuth, canonicalText: string): { agent: AgentRow; committed: Promise<void> } {
-    if (!verifyEd25519(pre.keyBytes, canonicalText, pre.sigBytes)) {
+  private async verifyAndReserve(pre: PrecheckedAuth, canonicalText: string): Promise<{ agent: AgentRow; committed: Promise<void> }> {
+    if (!(await this.verifier.verify(pre.keyBytes, canonicalText, pre.sigBytes))) {
       throw new RelayError('invalid_signature', 'Signature does not verify')
     }
     // kept for twice the window: a replay is only possible while the timestamp is inside it
