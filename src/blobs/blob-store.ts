@@ -29,8 +29,8 @@ export interface ReceiveOptions {
    * read to the end so its signature can be checked, but costs no disk).
    */
   keep?: (receivedBytes: number) => boolean
-  /** Observes every chunk's size (metrics, progress). */
-  onChunk?: (bytes: number) => void
+  /** The size the request declares (Content-Length), when it does; at most `maxBytes`. */
+  declaredBytes?: number | null
 }
 
 export interface ReceivedBlob {
@@ -81,15 +81,57 @@ export class BlobStore {
   }
 
   /**
-   * Streams `body` into a new temp file, hashing as it goes, never holding more than two write
-   * batches in memory; flushes the file to disk before resolving. On any failure (too large, the
-   * client went away, disk full) the temp file is removed before the error propagates.
+   * Streams `body` into a new temp file and hashes it; the file is flushed to disk before this
+   * resolves. On any failure (too large, the client went away, disk full) the temp file is removed
+   * before the error propagates.
+   *
+   * A body of declared size that is worth keeping is written by Bun natively — the bytes never become
+   * JavaScript objects, so memory stays flat however large the blob — then hashed from the page cache
+   * while the flush runs. Any other body (no Content-Length: the limit must be enforced as bytes
+   * arrive; or bytes only hashed, never kept) is read chunk by chunk here.
    */
   async receive(body: ReadableStream<Uint8Array> | null, opts: ReceiveOptions): Promise<ReceivedBlob> {
-    const hasher = new Bun.CryptoHasher('sha256')
-    const tempPath = join(this.tmpDir, `${TEMP_PREFIX}${randomBytes(12).toString('hex')}`)
-    let file: FileHandle | null = await open(tempPath, 'wx', 0o600)
+    const declared = opts.declaredBytes ?? null
     this.uploadsInFlight++
+    try {
+      if (declared !== null && declared <= opts.maxBytes && (!opts.keep || opts.keep(declared))) {
+        return await this.receiveNative(body, opts.maxBytes)
+      }
+      return await this.receiveChunks(body, opts)
+    } finally {
+      this.uploadsInFlight--
+    }
+  }
+
+  private async receiveNative(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<ReceivedBlob> {
+    const tempPath = this.newTempPath()
+    try {
+      // created here so that it is new and private; Bun.write then fills it
+      await (await open(tempPath, 'wx', 0o600)).close()
+      const size = await Bun.write(tempPath, new Response(body))
+      // only an in-process caller can send more than it declared; HTTP framing stops anyone else
+      if (size > maxBytes) throw new BlobTooLargeError(maxBytes)
+      const file = await open(tempPath, 'r+')
+      try {
+        const [digest] = await Promise.all([hashFile(file), file.datasync()])
+        return { tempPath, hashHex: digest.toString('hex'), hashBase64Url: digest.toString('base64url'), size }
+      } finally {
+        await file.close()
+      }
+    } catch (err) {
+      await unlink(tempPath).catch(() => {})
+      throw err
+    }
+  }
+
+  private newTempPath(): string {
+    return join(this.tmpDir, `${TEMP_PREFIX}${randomBytes(12).toString('hex')}`)
+  }
+
+  private async receiveChunks(body: ReadableStream<Uint8Array> | null, opts: ReceiveOptions): Promise<ReceivedBlob> {
+    const hasher = new Bun.CryptoHasher('sha256')
+    const tempPath = this.newTempPath()
+    let file: FileHandle | null = await open(tempPath, 'wx', 0o600)
     let size = 0
     let batch: Uint8Array[] = []
     let batchBytes = 0
@@ -104,7 +146,6 @@ export class BlobStore {
           size += value.byteLength
           if (size > opts.maxBytes) throw new BlobTooLargeError(opts.maxBytes)
           hasher.update(value)
-          opts.onChunk?.(value.byteLength)
           if (file && opts.keep && !opts.keep(size)) {
             // no longer worth the disk: drop what was written, keep hashing
             await writing
@@ -144,8 +185,6 @@ export class BlobStore {
       file = null
       await unlink(tempPath).catch(() => {})
       throw err
-    } finally {
-      this.uploadsInFlight--
     }
   }
 
@@ -281,6 +320,22 @@ export class BlobStore {
     mkdirSync(this.root, { recursive: true, mode: 0o700 })
     mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 })
   }
+}
+
+/** Bytes read per step when hashing a written file: one buffer per upload, reused throughout. */
+const HASH_READ_BYTES = 1024 * 1024
+
+/** SHA-256 of a whole file, read through one reused buffer (no garbage however large the file). */
+async function hashFile(file: FileHandle): Promise<Buffer> {
+  const hasher = new Bun.CryptoHasher('sha256')
+  const buffer = Buffer.allocUnsafe(HASH_READ_BYTES)
+  for (let position = 0; ; ) {
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, position)
+    if (bytesRead === 0) break
+    hasher.update(buffer.subarray(0, bytesRead))
+    position += bytesRead
+  }
+  return hasher.digest()
 }
 
 async function writeAll(file: FileHandle, chunks: Uint8Array[]): Promise<void> {

@@ -111,7 +111,7 @@ export class BlobsService {
     }
     let received: ReceivedBlob
     try {
-      received = await this.store.receive(input.body, { maxBytes: maxSizeBytes, keep })
+      received = await this.store.receive(input.body, { maxBytes: maxSizeBytes, keep, declaredBytes: declared })
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw this.tooLarge()
       throw err
