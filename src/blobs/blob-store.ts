@@ -195,12 +195,12 @@ export class BlobStore {
 
   /**
    * Moves a received temp file to its content address, or drops it when that content is already
-   * stored. Call with the hash pinned. Durable once it resolves: the file was flushed by `receive`,
-   * the rename is flushed with the directory.
+   * stored (a file of another size there is damaged and replaced). Call with the hash pinned. Durable
+   * once it resolves: the file was flushed by `receive`, the rename is flushed with the directory.
    */
-  async place(tempPath: string, hashHex: string): Promise<void> {
+  async place(tempPath: string, hashHex: string, sizeBytes: number): Promise<void> {
     const target = this.pathOf(hashHex)
-    if (await this.sizeOf(hashHex) !== null) {
+    if ((await this.sizeOf(hashHex)) === sizeBytes) {
       await unlink(tempPath).catch(() => {})
       return
     }

@@ -127,7 +127,7 @@ export class BlobsService {
         // answered from the owner's existing record: these bytes are not needed
         await this.store.discard(received.tempPath)
       } else {
-        if (received.tempPath) await this.store.place(received.tempPath, received.hashHex)
+        if (received.tempPath) await this.store.place(received.tempPath, received.hashHex, received.size)
         outcome = this.commitRecord(owner, received, contentType, true) as UploadOutcome
       }
       this.onUploaded(received.size)

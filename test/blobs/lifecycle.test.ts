@@ -177,3 +177,17 @@ describe('health and metrics', () => {
     expect(await value()).toBe(before + 1234)
   })
 })
+
+describe('damaged files', () => {
+  test('an upload of content whose stored file was truncated replaces the file', async () => {
+    const bytes = randomContent(5000)
+    const a = t.client()
+    const x = await a.uploadBlob(bytes)
+    const path = join(t.relay.paths.blobs, fileOf(x.hash))
+    writeFileSync(path, bytes.subarray(0, 100))
+    await expectError(await a.transport.send('GET', `/v1/blobs/${x.blob_id}`), 404, 'blob_not_found')
+    const y = await t.client().uploadBlob(bytes)
+    expect(y.hash).toBe(x.hash)
+    expect(sha256Hex(new Uint8Array(await (await a.downloadBlob(x.blob_id)).arrayBuffer()))).toBe(x.hash)
+  })
+})
