@@ -4,8 +4,7 @@
  * sends (§4.3 check 4, §4.1). Framework-free: the HTTP routes hand in the body stream and a function
  * that finishes the signature check once the streamed hash is known.
  */
-import type { BlobStore, ReceivedBlob } from '../blobs/blob-store.ts'
-import { BlobTooLargeError } from '../blobs/blob-store.ts'
+import { BlobTooLargeError, type BlobStore, type ReceivedBlob } from '../blobs/blob-store.ts'
 import { RelayError, badRequest } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { BLOB_ID_PATTERN, newBlobId } from '../lib/ids.ts'
@@ -95,8 +94,8 @@ export class BlobsService {
    * Content-Length); the signature checked against the streamed hash (401/409/403, nothing kept);
    * 400 for a bad content type or any query parameter; 200 with the existing record when the caller
    * already owns this content (its lifetime renewed); 507 when the new record would pass the quota;
-   * else the bytes are placed (once per distinct hash) and a record created (201). Every outcome after
-   * the signature check carries both storage headers; earlier ones carry the limit only.
+   * else the bytes are placed (once per distinct hash) and a record created (201). Every answer carries
+   * X-M2M-Storage-Limit; those given once the signature verified carry X-M2M-Storage-Used too.
    */
   async upload(input: UploadInput): Promise<UploadOutcome> {
     const { maxSizeBytes, quotaBytes } = this.limits
@@ -118,7 +117,9 @@ export class BlobsService {
     }
     let pinned = false
     try {
-      const owner = await input.verify(received.hashBase64Url)
+      const owner = await input.verify(received.hashBase64Url).catch((err) => {
+        throw err instanceof RelayError ? new RelayError(err.code, err.message, err.details, { ...err.headers, ...this.storageHeaders() }) : err
+      })
       const contentType = this.checkRequest(input, owner)
       this.store.pin(received.hashHex)
       pinned = true

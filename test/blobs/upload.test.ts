@@ -201,7 +201,10 @@ describe('what the signature covers', () => {
     const signedBytes = randomContent(20_000)
     const sent = signedBytes.slice()
     sent[12_345] ^= 1
-    await expectError(await rawUpload(t, a, sent, { signedBytes }), 401, 'invalid_signature')
+    const res = await rawUpload(t, a, sent, { signedBytes })
+    await expectError(res, 401, 'invalid_signature')
+    expect(res.headers.get('x-m2m-storage-limit')).toBe(String(QUOTA))
+    expect(res.headers.get('x-m2m-storage-used')).toBeNull() // nothing said about an unverified key
     await expectError(await rawUpload(t, a, sent, { signedBytes, body: chunked(sent, 3000) }), 401, 'invalid_signature')
     await expectError(await rawUpload(t, a, sent.subarray(0, 19_999), { signedBytes }), 401, 'invalid_signature')
     expect(blobRecords(t)).toHaveLength(records)
