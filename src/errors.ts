@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   replay_detected: 409,
   blob_referenced: 409,
   payload_too_large: 413,
+  /** Blob downloads only: a Range that selects no byte (RFC 9110 §15.5.17); not in SPEC §11's table. */
+  range_not_satisfiable: 416,
   unprocessable_entity: 422,
   rate_limit_exceeded: 429,
   internal_error: 500,

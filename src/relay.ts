@@ -13,6 +13,7 @@ import { createLogger, type Logger } from './lib/logger.ts'
 import { createMetrics, installMetrics } from './features/metrics.ts'
 import type { MetricsRegistry } from './metrics/registry.ts'
 import { installMessages } from './features/messages.ts'
+import { installBlobs } from './features/blobs.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { stateOf } from './http/request-state.ts'
@@ -130,14 +131,16 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     return null
   })
   health.readyCheck('blob_store', () => {
-    const probe = join(paths.tmp, `.ready-${process.pid}`)
-    try {
-      writeFileSync(probe, 'ok')
-      rmSync(probe)
-      return null
-    } catch (err) {
-      return `blob directory not writable: ${(err as Error).message}`
+    for (const dir of [paths.tmp, paths.blobs]) {
+      const probe = join(dir, `.ready-${process.pid}`)
+      try {
+        writeFileSync(probe, 'ok')
+        rmSync(probe)
+      } catch (err) {
+        return `blob directory not writable: ${(err as Error).message}`
+      }
     }
+    return null
   })
 
   /** What every feature module receives to build its repositories, services, routes and jobs. */
@@ -158,10 +161,12 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     onStop: [],
   }
   // Feature modules, one line each (see src/features/).
+  const messages = installMessages(ctx)
   const features = {
     discovery: installDiscovery(ctx),
     metrics: installMetrics(ctx),
-    messages: installMessages(ctx),
+    messages,
+    blobs: installBlobs(ctx, { messages: messages.messages }),
   }
 
   const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
@@ -171,6 +176,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(features.discovery.routes)
     .use(features.metrics.routes)
     .use(features.messages.routes)
+    .use(features.blobs.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {

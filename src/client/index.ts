@@ -17,11 +17,14 @@ import type {
   SendMessageInput,
   SendResultJson,
 } from '../services/models/message.ts'
-import { Transport, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
+import { signRequest } from '../auth/sign.ts'
+import type { BlobJson } from '../services/models/blob.ts'
+import { prepareBlobSource, type BlobSource } from './blob-source.ts'
+import { RelayApiError, Transport, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 
 export { RelayApiError, Transport, buildQuery, type ClientOptions, type FetchLike, type Query } from './transport.ts'
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
-export type { AgentJson, CapabilityJson }
+export type { AgentJson, CapabilityJson, BlobJson, BlobSource }
 export type * from '../services/models/message.ts'
 export type { AclEntryJson, AclEntryType }
 
@@ -146,6 +149,78 @@ export class RelayClient {
   /** One page of a thread's messages that you sent or received, oldest first. */
   thread(threadId: string, query: PageQuery = {}): Promise<MessagePageJson> {
     return this.transport.json('GET', `/v1/messages/threads/${encodeURIComponent(threadId)}` + buildQuery(query as Query))
+  }
+
+  // --- blobs (SPEC §6) ---
+  /**
+   * Uploads bytes, a file (by path), a Blob or a stream. The signature covers the SHA-256 of the bytes,
+   * so the content is hashed first and then streamed (a one-shot stream is spooled to a temp file in
+   * between; nothing is held whole in memory). Resolves with the blob (201 new, 200 when you already
+   * owned identical content); `onProgress` sees the bytes sent so far.
+   */
+  async uploadBlob(source: BlobSource, opts: { contentType?: string; onProgress?: (sentBytes: number) => void } = {}): Promise<BlobJson> {
+    const prepared = await prepareBlobSource(source)
+    try {
+      const t = this.transport
+      const path = '/v1/blobs'
+      const headers: Record<string, string> = {
+        ...signRequest(t.keys, 'POST', path, undefined, t.nextTimestamp(), prepared.hashBase64Url),
+        'content-type': opts.contentType ?? prepared.contentType ?? 'application/octet-stream',
+        'content-length': String(prepared.size),
+      }
+      let body: ReadableStream<Uint8Array> | Blob = prepared.blob
+      const onProgress = opts.onProgress
+      if (onProgress && prepared.size > 0) {
+        let sent = 0
+        body = prepared.blob.stream().pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform(chunk, controller) {
+              sent += chunk.byteLength
+              onProgress(sent)
+              controller.enqueue(chunk)
+            },
+          }),
+        )
+      }
+      const init = { method: 'POST', headers, body, duplex: 'half' } as RequestInit
+      return await readJson<BlobJson>(await t.fetchFn(new Request(t.baseUrl + path, init)))
+    } finally {
+      await prepared.cleanup()
+    }
+  }
+
+  /**
+   * A blob's bytes as a streamed Response (read `body` chunk by chunk, or `arrayBuffer()` for small
+   * ones). `range` asks for part of it: `{ start, end? }` (end inclusive) or `{ suffix }` (the last N
+   * bytes); the answer is then 206. Errors throw RelayApiError.
+   */
+  async downloadBlob(blobId: string, opts: { range?: { start: number; end?: number } | { suffix: number } } = {}): Promise<Response> {
+    const headers: Record<string, string> = {}
+    const r = opts.range
+    if (r) headers.range = 'suffix' in r ? `bytes=-${r.suffix}` : `bytes=${r.start}-${r.end ?? ''}`
+    const res = await this.transport.send('GET', `/v1/blobs/${encodeURIComponent(blobId)}`, undefined, headers)
+    if (!res.ok) await readJson(res)
+    return res
+  }
+
+  /** A blob's size, content type and hash without its bytes (HEAD). */
+  async blobInfo(blobId: string): Promise<{ blob_id: string; size: number; content_type: string; hash: string }> {
+    const res = await this.transport.send('HEAD', `/v1/blobs/${encodeURIComponent(blobId)}`)
+    if (!res.ok) {
+      // a HEAD answer has no body: the status is all there is
+      throw new RelayApiError(res.status, res.status === 404 ? 'blob_not_found' : 'http_error', `HTTP ${res.status}`, null, res.headers.get('x-request-id'))
+    }
+    return {
+      blob_id: blobId,
+      size: Number(res.headers.get('content-length')),
+      content_type: res.headers.get('content-type') ?? 'application/octet-stream',
+      hash: res.headers.get('x-m2m-blob-hash') ?? '',
+    }
+  }
+
+  /** Deletes your blob (refused with 409 blob_referenced while an unexpired message attaches it). */
+  deleteBlob(blobId: string): Promise<void> {
+    return this.transport.json('DELETE', `/v1/blobs/${encodeURIComponent(blobId)}`)
   }
 
   // --- ACL (SPEC §5): always your own ---

@@ -1,8 +1,9 @@
 /**
- * SPEC §4.3 check 4: every attachment names a blob that exists and belongs to the sender. Blob storage
- * is not part of this relay yet, so no blob can pass: any attachment is refused with 422 naming the
- * blob ids. The blobs feature replaces this function (MessagesService.setAttachmentResolver) with one
- * that checks blob records and fills content_type, size and hash from them.
+ * SPEC §4.3 check 4: every attachment names a blob that exists and belongs to the sender. The default
+ * here, for a messages service without blob storage, refuses every attachment with 422 naming the blob
+ * ids; the blobs feature replaces it (MessagesService.setAttachmentResolver) with one that checks blob
+ * records and fills content_type, size and hash from them, plus a linker that ties the blobs' lifetime
+ * to the message inside the send transaction.
  */
 import { RelayError } from '../errors.ts'
 import type { AttachmentInput, AttachmentJson } from './models/message.ts'
@@ -15,6 +16,12 @@ export type ResolvedAttachment = AttachmentJson
  * with `details.blob_ids` naming the unusable ones. Runs before the rate check, outside any transaction.
  */
 export type AttachmentResolver = (senderKey: string, attachments: readonly AttachmentInput[], now: number) => ResolvedAttachment[]
+
+/**
+ * Runs inside the send transaction once the message row and its message_blobs links are written, with
+ * the distinct blob ids attached; throws (422) to refuse the send when a blob can no longer be attached.
+ */
+export type AttachmentLinker = (message: { senderKey: string; createdAt: number; expiresAt: number }, blobIds: readonly string[]) => void
 
 export const resolveAttachments: AttachmentResolver = (_senderKey, attachments) => {
   if (attachments.length === 0) return []

@@ -13,7 +13,7 @@ import type { AgentRow } from '../storage/agents-repo.ts'
 import type { GroupCommit } from '../storage/group-commit.ts'
 import type { MessageRow, MessagesRepo } from '../storage/messages-repo.ts'
 import type { AclService } from './acl.ts'
-import { resolveAttachments as rejectAllAttachments, type AttachmentResolver } from './attachments.ts'
+import { resolveAttachments as rejectAllAttachments, type AttachmentLinker, type AttachmentResolver } from './attachments.ts'
 import { encodeCursor } from './cursor.ts'
 import type { RelayEvents } from './events.ts'
 import { checkThreadId, parsePageQuery, parsePollQuery, parseSendInput, type RawQuery } from './messages-input.ts'
@@ -58,6 +58,7 @@ export class MessagesService {
   private readonly events: RelayEvents
   private readonly retentionMs: number
   private resolveAttachments: AttachmentResolver = rejectAllAttachments
+  private linkAttachments: AttachmentLinker | null = null
   private readonly writes: GroupCommit
 
   constructor(deps: MessagesServiceDeps) {
@@ -70,9 +71,13 @@ export class MessagesService {
     this.writes = deps.writes
   }
 
-  /** Lets the blobs feature check attachments against blob records (SPEC §4.3 check 4). */
-  setAttachmentResolver(resolver: AttachmentResolver): void {
+  /**
+   * Lets the blobs feature check attachments against blob records (SPEC §4.3 check 4) and, in the send
+   * transaction, tie the blobs' lifetime to the message (SPEC §6 Lifetime).
+   */
+  setAttachmentResolver(resolver: AttachmentResolver, linker?: AttachmentLinker): void {
     this.resolveAttachments = resolver
+    this.linkAttachments = linker ?? null
   }
 
   /**
@@ -272,6 +277,7 @@ export class MessagesService {
     for (let attempt = 0; ; attempt++) {
       try {
         this.repo.insert(message, blobIds)
+        if (blobIds.length && this.linkAttachments) this.linkAttachments(message, [...new Set(blobIds)])
         return
       } catch (err) {
         // 48 random bits per second: a collision is all but impossible, but never answer 500 for one

@@ -121,7 +121,7 @@ describe('422 unprocessable_entity', () => {
       await expectError(await rawSend(a, body), 422, 'unprocessable_entity')
     }
   })
-  test('10 attachments pass the shape check and are refused naming every blob id (no blob storage yet)', async () => {
+  test('10 attachments pass the shape check; unknown blobs are refused naming every blob id', async () => {
     const ids = Array.from({ length: 10 }, (_, i) => `blob_${i}`)
     const e = await expectError(await rawSend(a, { recipient_key: to, body: 1, attachments: ids.map((blob_id) => ({ blob_id })) }), 422, 'unprocessable_entity')
     expect(e.details.blob_ids).toEqual(ids)

@@ -90,6 +90,7 @@ const WHEN: Record<ErrorCode, string> = {
   internal_error: 'unexpected failure, logged by the relay with the request id',
   service_unavailable: 'the relay cannot serve right now (e.g. shutting down); retry later',
   insufficient_storage: 'blob quota exceeded',
+  range_not_satisfiable: 'blob downloads: the `Range` selects no byte of the blob (`Content-Range: bytes */SIZE` gives its size)',
 }
 
 export function renderErrors(): string {

@@ -6,10 +6,28 @@ import type { CommandSpec } from './command.ts'
 import { acl } from './acl.ts'
 import { capabilities } from './capabilities.ts'
 import { discover } from './discover.ts'
+import { download } from './download.ts'
 import { get } from './get.ts'
+import { poll } from './poll.ts'
 import { profileGet, profileSet } from './profile.ts'
+import { send } from './send.ts'
 import { status } from './status.ts'
 import { thread } from './thread.ts'
+import { upload } from './upload.ts'
 import { whoami } from './whoami.ts'
 
-export const CLIENT_COMMANDS: CommandSpec[] = [whoami, profileGet, profileSet, get, status, thread, ...acl, discover, capabilities]
+export const CLIENT_COMMANDS: CommandSpec[] = [
+  whoami,
+  profileGet,
+  profileSet,
+  send,
+  poll,
+  get,
+  status,
+  thread,
+  upload,
+  download,
+  ...acl,
+  discover,
+  capabilities,
+]

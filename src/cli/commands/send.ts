@@ -1,0 +1,80 @@
+import { basename } from 'node:path'
+import type { SendMessageInput, SendResultJson } from '../../client/index.ts'
+import { fields } from '../format.ts'
+import { UsageError, type CommandSpec } from './command.ts'
+import { inlineOrFile } from './profile.ts'
+import { uploadFile } from './transfer.ts'
+
+const KEY = /^[A-Za-z0-9_-]{43}$/
+
+export const send: CommandSpec = {
+  name: 'send',
+  maxArgs: 0,
+  summary: 'send a message: a JSON body, a text, attached files, or both',
+  description:
+    'Each --attach FILE is uploaded first (with a progress bar on a terminal) and attached with its file\n' +
+    'name; the relay fills in its content type, size and hash. --body takes JSON inline, as @FILE, or @-\n' +
+    'for standard input; --text "hi" is the body {"text": "hi"}.',
+  flags: [
+    { name: 'to', value: 'KEY', help: "the recipient's public key (required)" },
+    { name: 'body', value: 'JSON|@FILE', help: 'the message body, any JSON' },
+    { name: 'text', value: 'TEXT', help: 'shorthand for the body {"text": TEXT}' },
+    { name: 'attach', value: 'FILE', help: 'upload FILE and attach it', repeatable: true },
+    { name: 'thread', value: 'ID', help: 'thread id (at most 128 characters)' },
+    { name: 'reply-to', value: 'MESSAGE_ID', help: 'the message this answers (joins its thread)' },
+    { name: 'ttl', value: 'SECONDS', help: 'lifetime, 1–2592000 (default 604800 = 7 days)' },
+    { name: 'content-type', value: 'TYPE', help: 'content type of the body (default application/json)' },
+    { name: 'metadata', value: 'JSON|@FILE', help: 'a JSON object (at most 16 KiB)' },
+  ],
+  async run(ctx) {
+    const f = ctx.flags
+    if (!f.to) throw new UsageError('--to KEY is required')
+    if (!KEY.test(f.to)) throw new UsageError('--to must be a public key: 43 base64url characters')
+    if (f.body !== undefined && f.text !== undefined) throw new UsageError('give --body or --text, not both')
+    const files = ctx.lists.attach ?? []
+    if (f.body === undefined && f.text === undefined && files.length === 0) throw new UsageError('nothing to send: give --body, --text or --attach')
+    const message: SendMessageInput = { recipient_key: f.to }
+    if (f.text !== undefined) message.body = { text: f.text }
+    if (f.body !== undefined) message.body = parseJson(await inlineOrFile(f.body), 'body')
+    if (f.thread !== undefined) message.thread_id = f.thread
+    if (f['reply-to'] !== undefined) message.in_reply_to = f['reply-to']
+    if (f['content-type'] !== undefined) message.content_type = f['content-type']
+    if (f.ttl !== undefined) {
+      const ttl = Number(f.ttl)
+      if (!Number.isInteger(ttl) || ttl < 1 || ttl > 2_592_000) throw new UsageError('--ttl must be an integer number of seconds, 1–2592000')
+      message.expires_in = ttl
+    }
+    if (f.metadata !== undefined) {
+      const metadata = parseJson(await inlineOrFile(f.metadata), 'metadata')
+      if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) throw new UsageError('--metadata must be a JSON object')
+      message.metadata = metadata as Record<string, unknown>
+    }
+    const client = ctx.client()
+    if (files.length) {
+      message.attachments = []
+      for (const file of files) {
+        const blob = await uploadFile(ctx, client, file)
+        message.attachments.push({ blob_id: blob.blob_id, filename: basename(file) })
+      }
+    }
+    const result = await client.call<SendResultJson>('POST', '/v1/messages', undefined, message)
+    if (ctx.json) return ctx.out.json(result)
+    ctx.out.text(
+      fields([
+        ['message', result.message_id],
+        ['status', result.status],
+        ['created', result.created_at],
+        ['expires', result.expires_at],
+        ['attachments', message.attachments?.map((a) => `${a.filename} (${a.blob_id})`).join(', ')],
+      ]),
+    )
+  },
+}
+
+function parseJson(text: string, flag: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new UsageError(`--${flag} is not valid JSON`)
+  }
+}

@@ -1,0 +1,33 @@
+/** File transfers shared by `upload`, `download` and `send --attach`: progress bars and content types. */
+import { statSync } from 'node:fs'
+import { basename } from 'node:path'
+import type { BlobJson, RelayClient } from '../../client/index.ts'
+import { createProgress } from '../progress.ts'
+import { UsageError, type CommandContext } from './command.ts'
+
+/** A content type from the file name (Bun's table), or application/octet-stream. */
+export function guessContentType(file: string): string {
+  const type = Bun.file(file).type
+  return type && type !== 'application/octet-stream' ? type : 'application/octet-stream'
+}
+
+/** Uploads one file with a progress bar on a terminal (nothing when piped). */
+export async function uploadFile(ctx: CommandContext, client: RelayClient, file: string, contentType?: string): Promise<BlobJson> {
+  let size: number
+  try {
+    const s = statSync(file)
+    if (!s.isFile()) throw new Error('not a regular file')
+    size = s.size
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`)
+  }
+  const progress = createProgress({ label: `upload ${basename(file)}`, total: size, stream: ctx.stderr })
+  try {
+    const blob = await client.uploadBlob(file, { contentType: contentType ?? guessContentType(file), onProgress: (n) => progress.set(n) })
+    progress.done()
+    return blob
+  } catch (err) {
+    progress.fail()
+    throw err
+  }
+}
