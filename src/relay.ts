@@ -16,7 +16,7 @@ import { installMessages } from './features/messages.ts'
 import { installBlobs } from './features/blobs.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
-import { stateOf } from './http/request-state.ts'
+import { pathWithQuery, stateOf } from './http/request-state.ts'
 import { agentRoutes } from './http/routes/agents.ts'
 import { installDiscovery } from './features/discovery.ts'
 import { docsRoutes } from './http/routes/docs.ts'
@@ -179,8 +179,14 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(features.blobs.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
-  async function handle(request: Request): Promise<Response> {
+  async function handle(incoming: Request): Promise<Response> {
     try {
+      const request = normalizeHost(incoming)
+      // HEAD exists only for blobs (SPEC §6); elsewhere the framework would run the GET handler
+      // (a HEAD /v1/messages would mark messages delivered), so it is a wrong method: 404
+      if (request.method === 'HEAD' && !pathWithQuery(request.url).startsWith('/v1/blobs/')) {
+        return errorResponse(new RelayError('not_found', 'No such route'), newRequestId())
+      }
       const response = await app.handle(request)
       const replayCommitted = stateOf(request)?.replayCommitted
       if (replayCommitted) {
@@ -199,6 +205,18 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     }
   }
 
+  /**
+   * The router finds the path by searching for "/" from the 12th character of the URL, which a very
+   * short Host header (`Host: x`) defeats; such requests get a placeholder host. The path and query,
+   * which the signature covers, are unchanged.
+   */
+  function normalizeHost(request: Request): Request {
+    const url = request.url
+    const slash = url.indexOf('/', url.indexOf('//') + 2)
+    if (slash < 0 || slash >= 11) return request
+    return new Request('http://relay.invalid' + url.slice(slash), request)
+  }
+
   let server: Server<unknown> | undefined
   let suspensionTimer: ReturnType<typeof setInterval> | undefined
 
@@ -206,8 +224,9 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     server = Bun.serve({
       hostname: config.host,
       port: config.port,
-      // JSON bodies are capped at 2 MiB by the pipeline; uploads stream up to the blob limit
-      maxRequestBodySize: config.blobs.maxSizeBytes + 1024 * 1024,
+      // every route caps its own body and answers 413 in the SPEC envelope (JSON: 2 MiB, blobs: the
+      // blob limit); Bun's own cap would answer a bare 413 first, so it is set out of the way
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       fetch: (request) => handle(request),
       error: (err) => {
         logger.error('server error', { error: String(err) })
