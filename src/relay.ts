@@ -17,6 +17,7 @@ import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { agentRoutes } from './http/routes/agents.ts'
 import { installDiscovery } from './features/discovery.ts'
+import { installRealtime } from './features/realtime.ts'
 import { docsRoutes } from './http/routes/docs.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { Scheduler } from './jobs/scheduler.ts'
@@ -152,11 +153,13 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     metrics: metrics.registry,
     onStop: [],
   }
-  // Feature modules, one line each (see src/features/).
+  // Feature modules, one line each (see src/features/); real-time delivery hooks into messages.
+  const messages = installMessages(ctx)
   const features = {
     discovery: installDiscovery(ctx),
     metrics: installMetrics(ctx),
-    messages: installMessages(ctx),
+    messages,
+    realtime: installRealtime(ctx, messages),
   }
 
   const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
@@ -166,6 +169,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(features.discovery.routes)
     .use(features.metrics.routes)
     .use(features.messages.routes)
+    .use(features.realtime.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(request: Request): Promise<Response> {
@@ -177,7 +181,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     }
   }
 
-  let server: Server<unknown> | undefined
+  let server: Server<any> | undefined
   let suspensionTimer: ReturnType<typeof setInterval> | undefined
 
   async function start(): Promise<{ port: number; url: string; metricsUrl: string | null }> {
@@ -186,7 +190,12 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
       port: config.port,
       // JSON bodies are capped at 2 MiB by the pipeline; uploads stream up to the blob limit
       maxRequestBodySize: config.blobs.maxSizeBytes + 1024 * 1024,
-      fetch: (request) => handle(request),
+      // WebSocket handshakes on /v1/ws go to the socket hub; everything else to the HTTP pipeline
+      fetch: (request, srv) => {
+        const ws = features.realtime.upgrade(request, srv)
+        return ws === null ? handle(request) : ws
+      },
+      websocket: features.realtime.websocket,
       error: (err) => {
         logger.error('server error', { error: String(err) })
         return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
@@ -205,6 +214,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     if (stopped) return
     stopped = true
     clearInterval(suspensionTimer)
+    await features.realtime.closeSockets()
     if (server) await server.stop(false)
     await scheduler.stop()
     for (const step of ctx.onStop) await step()

@@ -59,6 +59,7 @@ export class MessagesService {
   private readonly retentionMs: number
   private resolveAttachments: AttachmentResolver = rejectAllAttachments
   private readonly writes: GroupCommit
+  private readonly insertHooks: ((row: MessageRow) => void)[] = []
 
   constructor(deps: MessagesServiceDeps) {
     this.repo = deps.repo
@@ -68,6 +69,14 @@ export class MessagesService {
     this.events = deps.events
     this.retentionMs = deps.expiredRetentionMs
     this.writes = deps.writes
+  }
+
+  /**
+   * Registers a step that runs inside the transaction inserting each accepted message (e.g. queueing
+   * its webhook delivery), so that its writes commit with the message or not at all. Synchronous.
+   */
+  onInsert(hook: (row: MessageRow) => void): void {
+    this.insertHooks.push(hook)
   }
 
   /** Lets the blobs feature check attachments against blob records (SPEC §4.3 check 4). */
@@ -272,6 +281,7 @@ export class MessagesService {
     for (let attempt = 0; ; attempt++) {
       try {
         this.repo.insert(message, blobIds)
+        for (const hook of this.insertHooks) hook(message)
         return
       } catch (err) {
         // 48 random bits per second: a collision is all but impossible, but never answer 500 for one
