@@ -17,11 +17,15 @@ import type {
   SendMessageInput,
   SendResultJson,
 } from '../services/models/message.ts'
+import type { WebhookConfigJson } from '../services/models/webhook.ts'
+import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
 import { Transport, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 
 export { RelayApiError, Transport, buildQuery, type ClientOptions, type FetchLike, type Query } from './transport.ts'
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
-export type { AgentJson, CapabilityJson }
+export type { AgentJson, CapabilityJson, WebhookConfigJson }
+export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions } from './socket.ts'
+export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput, type WebhookDeliveryJson } from './webhook-verify.ts'
 export type {
   AclEntryJson,
   AclEntryType,
@@ -173,6 +177,36 @@ export class RelayClient {
       this.transport.json('DELETE', `/v1/agents/${this.publicKey}/acl/${encodeURIComponent(peerKey)}`),
     allow: (peerKey: string) => this.acl.put(peerKey, 'allow'),
     block: (peerKey: string) => this.acl.put(peerKey, 'block'),
+  }
+
+  // --- WebSocket (SPEC §8) ---
+  /** One authenticated WebSocket: pushed messages, acks, sends answered by send_result, pings. */
+  connect(opts: SocketOptions = {}): Promise<RelaySocket> {
+    return RelaySocket.connect(this.transport, opts)
+  }
+
+  /**
+   * Receives your messages as they arrive until `signal` aborts: keeps a WebSocket open, reconnecting
+   * with exponential backoff and a fresh auth frame, and acks each message once `onMessage` resolved
+   * (unless `autoAck: false`). A message whose handler throws stays `sent` and comes again later.
+   */
+  listen(opts: ListenOptions): Promise<void> {
+    return listenLoop(this.transport, opts)
+  }
+
+  // --- webhooks (SPEC §9): always your own ---
+  /** Registers or replaces your webhook; `secret` is unpadded base64url of 32 random bytes. */
+  setWebhook(url: string, secret: string): Promise<WebhookConfigJson> {
+    return this.transport.json('PUT', `/v1/agents/${this.publicKey}/webhook`, { url, secret })
+  }
+
+  getWebhook(): Promise<WebhookConfigJson> {
+    return this.transport.json('GET', `/v1/agents/${this.publicKey}/webhook`)
+  }
+
+  /** Removes your webhook; its pending deliveries are cancelled. */
+  deleteWebhook(): Promise<void> {
+    return this.transport.json('DELETE', `/v1/agents/${this.publicKey}/webhook`)
   }
 
   /** Any signed call, for endpoints without a helper. */
