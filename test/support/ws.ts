@@ -14,11 +14,11 @@ export interface Closed {
   reason: string
 }
 
-/** Waits until `check` returns a value (polling every 5 ms), or fails after `ms`. */
-export async function until<T>(check: () => T | undefined | null | false, ms = 3000, what = 'condition'): Promise<T> {
+/** Waits until `check` returns (or resolves to) a value, polling every 5 ms; fails after `ms`. */
+export async function until<T>(check: () => T | undefined | null | false | Promise<T | undefined | null | false>, ms = 3000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + ms
   for (;;) {
-    const v = check()
+    const v = await check()
     if (v) return v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await Bun.sleep(5)

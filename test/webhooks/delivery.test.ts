@@ -128,15 +128,15 @@ describe('retries', () => {
     expect(new Set(due).size).toBeGreaterThan(1)
   })
 
-  const kinds: [string, (rx: WebhookReceiver) => string, string][] = [
+  const kinds: [string, (rx: WebhookReceiver) => string, string, number?][] = [
     ['a non-2xx answer', (rx) => (rx.setFallback(500), rx.url), 'http_error'],
-    ['no answer within the timeout', (rx) => (rx.setFallback('hang'), rx.url), 'timeout'],
+    ['no answer within the timeout', (rx) => (rx.setFallback('hang'), rx.url), 'timeout', 60],
     ['a refused connection', () => `http://127.0.0.1:${closedPort()}/hook`, 'network_error'],
     ['a redirect (not followed)', (rx) => (rx.setFallback({ redirect: '/elsewhere' }), rx.url), 'http_error'],
   ]
-  for (const [name, target, outcome] of kinds) {
+  for (const [name, target, outcome, timeoutMs] of kinds) {
     test(`fails on ${name}: every attempt made, then the message is dropped and stays sent`, async () => {
-      const { t, rx, alice, bob, secret, dispatcher } = await setup()
+      const { t, rx, alice, bob, secret, dispatcher } = await setup(timeoutMs ? { timeoutMs } : {})
       await bob.setWebhook(target(rx), secret)
       const sent = await alice.send(msg(bob))
       await dispatcher.whenIdle()

@@ -7,9 +7,11 @@ import { acl } from './acl.ts'
 import { capabilities } from './capabilities.ts'
 import { discover } from './discover.ts'
 import { get } from './get.ts'
+import { listen } from './listen.ts'
 import { profileGet, profileSet } from './profile.ts'
 import { status } from './status.ts'
 import { thread } from './thread.ts'
+import { webhook } from './webhook.ts'
 import { whoami } from './whoami.ts'
 
-export const CLIENT_COMMANDS: CommandSpec[] = [whoami, profileGet, profileSet, get, status, thread, ...acl, discover, capabilities]
+export const CLIENT_COMMANDS: CommandSpec[] = [whoami, profileGet, profileSet, get, status, thread, listen, ...acl, ...webhook, discover, capabilities]

@@ -21,7 +21,7 @@ const VISIBILITY = ['public', 'private']
 const INBOX = ['open', 'closed', 'allowlist', 'blocklist']
 
 /** A flag value given inline, from a file (`@path`) or from standard input (`@-`). */
-async function inlineOrFile(value: string): Promise<string> {
+export async function inlineOrFile(value: string): Promise<string> {
   if (value === '@-') return await Bun.stdin.text()
   if (!value.startsWith('@')) return value
   try {
