@@ -26,6 +26,8 @@ export interface PushSocket {
 export interface PushSource {
   /** Unexpired `sent` messages of the recipient after `after`, oldest first. */
   backlog(recipientKey: string, after: Position | null, limit: number): MessageRow[]
+  /** A message as stored now, whatever its state; null when gone. */
+  find(messageId: string): MessageRow | null
   /** The `message` frame of a row. */
   frame(row: MessageRow): string
   now(): number
@@ -51,10 +53,12 @@ export class Connection {
   authTimer: ReturnType<typeof setTimeout> | undefined
   /** Frames that arrived while the auth frame was being checked, handled once it passes. */
   early: (string | Uint8Array)[] = []
+  earlyBytes = 0
 
   private phase: 'sync' | 'live' = 'sync'
   private cursor: Position | null = null
-  private held: { row: MessageRow; text: string }[] = []
+  /** Live messages seen during a sync: ids only, so that holding them costs little whatever their size. */
+  private held: string[] = []
   private syncPushed: Set<string> | null = null
   private recent: string[] | null = null
   private recentSet: Set<string> | null = null
@@ -93,7 +97,7 @@ export class Connection {
   offer(row: MessageRow, text: string): void {
     if (this.state !== 'open' || this.wasPushed(row.messageId)) return
     if (this.phase === 'sync') {
-      if (this.held.length < MAX_HELD) this.held.push({ row, text })
+      if (this.held.length < MAX_HELD) this.held.push(row.messageId)
       else this.missed(row)
       return
     }
@@ -150,7 +154,12 @@ export class Connection {
     const held = this.held
     this.held = []
     const now = this.source.now()
-    for (const { row, text } of held) if (row.expiresAt > now) this.offer(row, text)
+    for (const id of held) {
+      if (this.wasPushed(id)) continue
+      // read again: it may have been acked, polled or expired while the sync ran
+      const row = this.source.find(id)
+      if (row && row.status === 'sent' && row.expiresAt > now && row.recipientKey === this.publicKey) this.offer(row, this.source.frame(row))
+    }
     // a message committed before the last page but announced after it must still be skipped: all such
     // announcements happen before the next turn of the event loop
     const pushed = this.syncPushed

@@ -23,8 +23,9 @@ export const WS_PATH = '/v1/ws'
 export const MAX_FRAME_BYTES = 2 * 1024 * 1024
 /** Bytes Bun may queue per socket; pushes stop at the first queued frame, so this is rarely reached. */
 const BACKPRESSURE_LIMIT = 4 * 1024 * 1024
-/** Frames accepted while the auth frame is being checked; a client that floods is cut off. */
+/** Frames (and their bytes) accepted while the auth frame is being checked; a client that floods is cut off. */
 const MAX_EARLY_FRAMES = 64
+const MAX_EARLY_BYTES = MAX_FRAME_BYTES
 /** How long a graceful stop waits for clients to answer the close frame. */
 const CLOSE_GRACE_MS = 1000
 
@@ -71,6 +72,7 @@ export class SocketHub {
     this.source = {
       backlog: (key, after, limit) =>
         messages.pendingFor(key, after ? { afterCreatedAt: after.createdAt, afterId: after.messageId, limit } : { limit }),
+      find: (id) => messages.findRow(id),
       frame: (row) => frames.message(JSON.stringify(messageToJson(row, clock.now()))),
       now: () => clock.now(),
     }
@@ -215,7 +217,8 @@ export class SocketHub {
       case 'new':
         return this.onFirstFrame(conn, ws, data)
       case 'authenticating':
-        if (conn.early.length >= MAX_EARLY_FRAMES) {
+        conn.earlyBytes += data.length
+        if (conn.early.length >= MAX_EARLY_FRAMES || conn.earlyBytes > MAX_EARLY_BYTES) {
           conn.state = 'closed'
           return ws.close(CLOSE.policy, 'too many frames before authentication')
         }

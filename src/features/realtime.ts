@@ -5,6 +5,8 @@
  */
 import { WebhookDispatcher } from '../delivery/webhook-dispatcher.ts'
 import { SocketHub } from '../delivery/ws-hub.ts'
+import { Elysia } from 'elysia'
+import { websocketRoutes } from '../http/routes/websocket.ts'
 import { webhookRoutes } from '../http/routes/webhooks.ts'
 import { METRICS } from '../metrics/catalog.ts'
 import type { FeatureContext } from '../relay.ts'
@@ -53,6 +55,10 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
   messages.onInsert((row) => {
     if (webhooks.enqueueFor(row)) dispatcher.kick()
   })
+  // SPEC §2.3: a suspended agent receives nothing on any channel (deleted agents lose their rows with the agent)
+  ctx.events.on('agentGone', ({ publicKey, reason }) => {
+    if (reason === 'suspended') repo.cancelDeliveries(publicKey)
+  })
   ctx.scheduler.add(DISPATCH_WEBHOOKS_JOB, DISPATCH_INTERVAL_MS, () => {
     dispatcher.kick()
     return { in_flight: dispatcher.inFlightCount }
@@ -61,7 +67,7 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
   ctx.onStop.push(() => dispatcher.stop(STOP_GRACE_MS))
 
   return {
-    routes: webhookRoutes(webhooks),
+    routes: new Elysia({ name: 'feature-realtime' }).use(websocketRoutes()).use(webhookRoutes(webhooks)),
     /** For Bun.serve: upgrade handshakes on /v1/ws (null: not one, the HTTP pipeline answers). */
     upgrade: hub.upgrade.bind(hub),
     websocket: hub.websocket,

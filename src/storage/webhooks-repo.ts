@@ -90,6 +90,11 @@ export class WebhooksRepo {
     return this.deleteStmt.run(publicKey).changes > 0
   }
 
+  /** Removes the pending deliveries of one webhook (its agent was suspended); returns how many. */
+  cancelDeliveries(publicKey: string): number {
+    return this.deleteDeliveriesStmt.run(publicKey).changes
+  }
+
   /** Whether new messages for `publicKey` get a delivery (an enabled webhook exists). */
   isEnabled(publicKey: string): boolean {
     return this.enabledStmt.get(publicKey) !== null

@@ -53,6 +53,7 @@ function setup() {
       onBacklog?.()
       return rows
     },
+    find: (id) => store.find((r) => r.messageId === id) ?? null,
     frame: (r) => JSON.stringify({ n: r.messageId }),
     now: () => 5000,
   }

@@ -247,6 +247,19 @@ describe('durability', () => {
     expect((await alice.messageStatus(sent.message_id)).status).toBe('expired')
   })
 
+  test('suspending the agent cancels its pending deliveries (a suspended agent receives nothing)', async () => {
+    const { t, rx, alice, bob, secret, dispatcher } = await setup()
+    await bob.setWebhook(rx.url, secret)
+    rx.answer(500)
+    await alice.send(msg(bob))
+    await dispatcher.whenIdle()
+    expect(deliveries(t)).toHaveLength(1)
+    t.relay.services.agents.suspend(bob.publicKey, 'abuse')
+    expect(deliveries(t)).toEqual([])
+    await nextRound(t)
+    expect(rx.received).toHaveLength(1)
+  })
+
   test('deleting the agent removes its webhook and deliveries', async () => {
     const { t, rx, alice, bob, secret, dispatcher } = await setup()
     await bob.setWebhook(rx.url, secret)

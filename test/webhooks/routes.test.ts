@@ -149,3 +149,17 @@ describe('target policy at registration (422 for literal addresses)', () => {
     }
   })
 })
+
+describe('documentation', () => {
+  test('the OpenAPI document describes the webhook endpoints and /v1/ws', async () => {
+    const doc: any = await (await t.handle(new Request('http://relay.test/v1/openapi.json'))).json()
+    for (const m of ['put', 'get', 'delete']) expect(doc.paths['/v1/agents/{publicKey}/webhook']?.[m]).toBeDefined()
+    expect(Object.keys(doc.paths['/v1/agents/{publicKey}/webhook'].put.requestBody.content['application/json'].schema.properties).sort()).toEqual(['secret', 'url'])
+    expect(doc.paths['/v1/ws'].get.responses['101']).toBeDefined()
+  })
+
+  test('a plain GET /v1/ws: 401 without a signature, 400 with one (it is a WebSocket endpoint)', async () => {
+    await expectError(await t.handle(new Request('http://relay.test/v1/ws')), 401, 'unauthorized')
+    await expectError(await t.client().transport.send('GET', '/v1/ws'), 400, 'bad_request')
+  })
+})
