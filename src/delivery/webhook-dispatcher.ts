@@ -45,9 +45,14 @@ interface InFlight {
 
 export class WebhookDispatcher {
   private readonly inflight = new Map<string, InFlight>()
-  private readonly perHook = new Map<string, number>()
+  /** Attempts in flight per webhook, and how many it may have. */
+  private readonly perHook = new Map<string, { n: number; share: number }>()
+  /** Webhooks whose last attempt failed: one attempt at a time until one succeeds. */
+  private readonly failing = new Set<string>()
   private readonly stopping = new AbortController()
   private kickScheduled = false
+  /** Set by stop: no new attempts start. */
+  private draining = false
   private resolve: Resolver = systemResolver
   /** A healthy webhook may have this many attempts in flight; one that is failing gets one. */
   private readonly hookShare: number
@@ -66,7 +71,7 @@ export class WebhookDispatcher {
 
   /** Starts due deliveries soon (once per event-loop turn however often it is called). */
   kick(): void {
-    if (this.kickScheduled || this.stopping.signal.aborted) return
+    if (this.kickScheduled || this.draining) return
     this.kickScheduled = true
     setImmediate(() => {
       this.kickScheduled = false
@@ -87,7 +92,7 @@ export class WebhookDispatcher {
 
   /** Resolves once no attempt is in flight and no kick is waiting (tests). */
   async whenIdle(): Promise<void> {
-    for (let i = 0; i < 1000 && (this.inflight.size > 0 || this.kickScheduled); i++) {
+    while (this.inflight.size > 0 || this.kickScheduled) {
       if (this.inflight.size > 0) await Promise.all([...this.inflight.values()].map((f) => f.done))
       else await new Promise((r) => setImmediate(r))
     }
@@ -102,37 +107,36 @@ export class WebhookDispatcher {
    * an outcome — their rows stay pending, so the next start makes them again.
    */
   async stop(graceMs: number): Promise<void> {
+    this.draining = true
     const running = [...this.inflight.values()].map((f) => f.done)
-    const abort = () => this.stopping.abort()
     if (running.length) {
-      const timer = setTimeout(abort, graceMs)
-      this.kickScheduled = true // no new attempts while the last ones finish
+      const timer = setTimeout(() => this.stopping.abort(), graceMs)
       await Promise.all(running)
       clearTimeout(timer)
     }
-    abort()
+    this.stopping.abort()
   }
 
   private pump(now: number): Promise<void>[] {
-    if (this.stopping.signal.aborted) return []
+    if (this.draining) return []
     const free = this.opts.concurrency - this.inflight.size
     if (free <= 0) return []
-    const busy = [...this.perHook].filter(([, n]) => n >= this.hookShare).map(([k]) => k)
+    const busy = [...this.perHook].filter(([, h]) => h.n >= h.share).map(([k]) => k)
     // in-flight rows are still pending in the table: ask for enough to see past them
     const rows = this.deps.repo.due(now, busy, free + this.inflight.size)
     const started: Promise<void>[] = []
     for (const row of rows) {
       if (started.length >= free) break
       if (this.inflight.has(row.deliveryId)) continue
-      const n = this.perHook.get(row.publicKey) ?? 0
-      const share = row.consecutiveFailures > 0 || row.attempts > 0 ? 1 : this.hookShare
-      if (n >= share) continue
-      this.perHook.set(row.publicKey, n + 1)
+      const share = row.consecutiveFailures > 0 || this.failing.has(row.publicKey) ? 1 : this.hookShare
+      const hook = this.perHook.get(row.publicKey) ?? { n: 0, share }
+      hook.share = Math.min(hook.share, share)
+      if (hook.n >= hook.share) continue
+      hook.n++
+      this.perHook.set(row.publicKey, hook)
       const done = this.attempt(row).finally(() => {
         this.inflight.delete(row.deliveryId)
-        const left = (this.perHook.get(row.publicKey) ?? 1) - 1
-        if (left > 0) this.perHook.set(row.publicKey, left)
-        else this.perHook.delete(row.publicKey)
+        if (--hook.n <= 0) this.perHook.delete(row.publicKey)
         this.kick()
       })
       this.inflight.set(row.deliveryId, { publicKey: row.publicKey, done })
@@ -169,6 +173,8 @@ export class WebhookDispatcher {
         : { outcome: 'refused', error: 'stored secret is unusable' }
       if (result.outcome === 'aborted') return
       this.deps.onAttempt?.(result.outcome)
+      if (result.outcome === 'success') this.failing.delete(d.publicKey)
+      else this.failing.add(d.publicKey)
       const after = clock.now()
       if (result.outcome === 'success') {
         let delivered = 0

@@ -6,7 +6,6 @@
  */
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { RelayError, type ErrorCode } from '../errors.ts'
-import { newRequestId } from '../lib/ids.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Authenticator } from '../services/authenticator.ts'
@@ -14,7 +13,6 @@ import type { RelayEvents } from '../services/events.ts'
 import { messageToJson } from '../services/messages-json.ts'
 import type { MessagesService } from '../services/messages.ts'
 import type { MessageRow } from '../storage/messages-repo.ts'
-import { errorResponse } from '../http/errors.ts'
 import { Connection, type PushSource } from './ws-connection.ts'
 import { CLOSE, frames, parseClientFrame, type ClientFrame } from './ws-frames.ts'
 
@@ -109,17 +107,17 @@ export class SocketHub {
 
   /**
    * For Bun.serve's fetch: upgrades a WebSocket handshake on /v1/ws. Returns null when the request is
-   * not one (the HTTP pipeline answers it), undefined when upgraded, or an error response.
+   * not one (the HTTP pipeline answers it), true when upgraded, or the error to answer with.
    */
-  upgrade(request: Request, server: Server<SocketData>): Response | undefined | null {
+  upgrade(request: Request, server: Server<SocketData>): true | RelayError | null {
     if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return null
     const url = request.url
     const start = url.indexOf('/', url.indexOf('//') + 2)
     const end = url.indexOf('?', start)
     if ((end < 0 ? url.slice(start) : url.slice(start, end)) !== WS_PATH) return null
-    if (this.closing) return errorResponse(new RelayError('service_unavailable', 'The relay is stopping'), newRequestId())
-    if (server.upgrade(request, { data: { conn: null } })) return undefined
-    return errorResponse(new RelayError('bad_request', 'Invalid WebSocket handshake'), newRequestId())
+    if (this.closing) return new RelayError('service_unavailable', 'The relay is stopping')
+    if (server.upgrade(request, { data: { conn: null } })) return true
+    return new RelayError('bad_request', 'Invalid WebSocket handshake')
   }
 
   /** Authenticated connections (metrics, health). */

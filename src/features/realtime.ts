@@ -5,7 +5,10 @@
  */
 import { WebhookDispatcher } from '../delivery/webhook-dispatcher.ts'
 import { SocketHub } from '../delivery/ws-hub.ts'
+import type { Server } from 'bun'
 import { Elysia } from 'elysia'
+import { errorResponse } from '../http/errors.ts'
+import { newRequestId } from '../lib/ids.ts'
 import { websocketRoutes } from '../http/routes/websocket.ts'
 import { webhookRoutes } from '../http/routes/webhooks.ts'
 import { METRICS } from '../metrics/catalog.ts'
@@ -68,8 +71,15 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
 
   return {
     routes: new Elysia({ name: 'feature-realtime' }).use(websocketRoutes()).use(webhookRoutes(webhooks)),
-    /** For Bun.serve: upgrade handshakes on /v1/ws (null: not one, the HTTP pipeline answers). */
-    upgrade: hub.upgrade.bind(hub),
+    /**
+     * For Bun.serve's fetch: a handshake on /v1/ws is upgraded (undefined) or refused (an error response);
+     * null for every other request, which the HTTP pipeline answers.
+     */
+    upgrade(request: Request, server: Server<any>): Response | undefined | null {
+      const result = hub.upgrade(request, server)
+      if (result === null) return null
+      return result === true ? undefined : errorResponse(result, newRequestId())
+    },
     websocket: hub.websocket,
     /** Graceful stop, before the server stops: every socket closed with 1001. */
     closeSockets: () => hub.closeAll(),

@@ -274,7 +274,8 @@ describe('durability', () => {
 
 describe('fairness', () => {
   test('a receiver that hangs does not hold up the deliveries of other webhooks', async () => {
-    const { t, rx, alice, bob, secret, dispatcher } = await setup({ concurrency: 4, timeoutMs: 5000 })
+    // 8 attempts at once, a quarter of them for any one webhook
+    const { t, rx, alice, bob, secret, dispatcher } = await setup({ concurrency: 8, timeoutMs: 5000 })
     const slow = WebhookReceiver.start().setFallback('hang')
     try {
       const carol = await agent(t)
@@ -286,8 +287,8 @@ describe('fairness', () => {
       const deadline = Date.now() + 3000
       while (rx.received.length < 10 && Date.now() < deadline) await Bun.sleep(5)
       expect(rx.received.map((r) => r.json.message.message_id).sort()).toEqual([...sent].sort())
-      expect(slow.received.length).toBeLessThanOrEqual(4)
-      expect(dispatcher.inFlightCount).toBeLessThanOrEqual(4)
+      expect(slow.received.length).toBe(2)
+      expect(dispatcher.inFlightCount).toBe(2)
     } finally {
       slow.release()
       slow.stop()
