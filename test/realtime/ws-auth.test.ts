@@ -8,7 +8,7 @@ import { startWsRelay, type WsRelay } from './helpers.ts'
 
 let r: WsRelay
 beforeAll(async () => {
-  r = await startWsRelay({ ws: { maxConnections: 5, pingIntervalMs: 30_000, authTimeoutMs: 150 } })
+  r = await startWsRelay({ ws: { maxConnections: 5, pingIntervalMs: 30_000, authTimeoutMs: 10_000 } })
 })
 afterAll(() => r.t.close())
 
@@ -102,10 +102,15 @@ describe('auth frame', () => {
   })
 
   test('no auth frame within the window: close 4008', async () => {
-    const p = await WsProbe.open(r.url)
-    const closed = await p.waitClosed()
-    expect(closed.code).toBe(4008)
-    expect(p.frames).toEqual([])
+    const short = await startWsRelay({ ws: { maxConnections: 5, pingIntervalMs: 30_000, authTimeoutMs: 150 } })
+    try {
+      const p = await WsProbe.open(short.url)
+      const closed = await p.waitClosed()
+      expect(closed.code).toBe(4008)
+      expect(p.frames).toEqual([])
+    } finally {
+      await short.t.close()
+    }
   })
 
   test('frames sent right behind the auth frame are handled once it passes', async () => {

@@ -69,13 +69,13 @@ describe('slow consumer', () => {
 
 describe('keepalive', () => {
   test('a connection that does not answer pings is closed; one that does stays', async () => {
-    r = await startWsRelay({ ws: { maxConnections: 5, pingIntervalMs: 100, authTimeoutMs: 10_000 } })
+    r = await startWsRelay({ ws: { maxConnections: 5, pingIntervalMs: 300, authTimeoutMs: 10_000 } })
     const keys = generateKeyPair()
     const dead = await RawWs.open(r.port)
     dead.sendText(JSON.stringify(authFrame(r.t, keys)))
     const live = await WsProbe.authed(r.t, r.url, keys)
     await until(() => dead.texts.length >= 1)
-    await until(() => dead.closed, 2000, 'the silent connection to be closed')
+    await until(() => dead.closed, 5000, 'the silent connection to be closed')
     expect(live.closed).toBeNull()
     expect(r.t.relay.features.realtime.hub.connectionsOf(keys.publicKey)).toHaveLength(1)
     live.close()
