@@ -19,6 +19,7 @@ import { errorResponse } from './http/errors.ts'
 import { pathWithQuery, stateOf } from './http/request-state.ts'
 import { agentRoutes } from './http/routes/agents.ts'
 import { installDiscovery } from './features/discovery.ts'
+import { installRealtime } from './features/realtime.ts'
 import { docsRoutes } from './http/routes/docs.ts'
 import { healthRoutes } from './http/routes/health.ts'
 import { Scheduler } from './jobs/scheduler.ts'
@@ -160,13 +161,14 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     metrics: metrics.registry,
     onStop: [],
   }
-  // Feature modules, one line each (see src/features/).
+  // Feature modules, one line each (see src/features/); real-time delivery hooks into messages.
   const messages = installMessages(ctx)
   const features = {
     discovery: installDiscovery(ctx),
     metrics: installMetrics(ctx),
     messages,
     blobs: installBlobs(ctx, { messages: messages.messages }),
+    realtime: installRealtime(ctx, messages),
   }
 
   const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
@@ -177,6 +179,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(features.metrics.routes)
     .use(features.messages.routes)
     .use(features.blobs.routes)
+    .use(features.realtime.routes)
 
   /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
   async function handle(incoming: Request): Promise<Response> {
@@ -217,7 +220,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     return new Request('http://relay.invalid' + url.slice(slash), request)
   }
 
-  let server: Server<unknown> | undefined
+  let server: Server<any> | undefined
   let suspensionTimer: ReturnType<typeof setInterval> | undefined
 
   async function start(): Promise<{ port: number; url: string; metricsUrl: string | null }> {
@@ -227,7 +230,12 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
       // every route caps its own body and answers 413 in the SPEC envelope (JSON: 2 MiB, blobs: the
       // blob limit); Bun's own cap would answer a bare 413 first, so it is set out of the way
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      fetch: (request) => handle(request),
+      // WebSocket handshakes on /v1/ws go to the socket hub; everything else to the HTTP pipeline
+      fetch: (request, srv) => {
+        const ws = features.realtime.upgrade(request, srv)
+        return ws === null ? handle(request) : ws
+      },
+      websocket: features.realtime.websocket,
       error: (err) => {
         logger.error('server error', { error: String(err) })
         return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
@@ -246,6 +254,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     if (stopped) return
     stopped = true
     clearInterval(suspensionTimer)
+    await features.realtime.closeSockets()
     if (server) await server.stop(false)
     await scheduler.stop()
     for (const step of ctx.onStop) await step()

@@ -19,12 +19,16 @@ import type {
 } from '../services/models/message.ts'
 import { signRequest } from '../auth/sign.ts'
 import type { BlobJson } from '../services/models/blob.ts'
+import type { WebhookConfigJson } from '../services/models/webhook.ts'
 import { prepareBlobSource, type BlobSource } from './blob-source.ts'
+import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
 import { RelayApiError, Transport, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 
 export { RelayApiError, Transport, buildQuery, type ClientOptions, type FetchLike, type Query } from './transport.ts'
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
-export type { AgentJson, CapabilityJson, BlobJson, BlobSource }
+export type { AgentJson, CapabilityJson, BlobJson, BlobSource, WebhookConfigJson }
+export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions } from './socket.ts'
+export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput, type WebhookDeliveryJson } from './webhook-verify.ts'
 export type * from '../services/models/message.ts'
 export type { AclEntryJson, AclEntryType }
 
@@ -237,6 +241,36 @@ export class RelayClient {
       this.transport.json('DELETE', `/v1/agents/${this.publicKey}/acl/${encodeURIComponent(peerKey)}`),
     allow: (peerKey: string) => this.acl.put(peerKey, 'allow'),
     block: (peerKey: string) => this.acl.put(peerKey, 'block'),
+  }
+
+  // --- WebSocket (SPEC §8) ---
+  /** One authenticated WebSocket: pushed messages, acks, sends answered by send_result, pings. */
+  connect(opts: SocketOptions = {}): Promise<RelaySocket> {
+    return RelaySocket.connect(this.transport, opts)
+  }
+
+  /**
+   * Receives your messages as they arrive until `signal` aborts: keeps a WebSocket open, reconnecting
+   * with exponential backoff and a fresh auth frame, and acks each message once `onMessage` resolved
+   * (unless `autoAck: false`). A message whose handler throws stays `sent` and comes again later.
+   */
+  listen(opts: ListenOptions): Promise<void> {
+    return listenLoop(this.transport, opts)
+  }
+
+  // --- webhooks (SPEC §9): always your own ---
+  /** Registers or replaces your webhook; `secret` is unpadded base64url of 32 random bytes. */
+  setWebhook(url: string, secret: string): Promise<WebhookConfigJson> {
+    return this.transport.json('PUT', `/v1/agents/${this.publicKey}/webhook`, { url, secret })
+  }
+
+  getWebhook(): Promise<WebhookConfigJson> {
+    return this.transport.json('GET', `/v1/agents/${this.publicKey}/webhook`)
+  }
+
+  /** Removes your webhook; its pending deliveries are cancelled. */
+  deleteWebhook(): Promise<void> {
+    return this.transport.json('DELETE', `/v1/agents/${this.publicKey}/webhook`)
   }
 
   /** Any signed call, for endpoints without a helper. */

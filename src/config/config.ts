@@ -11,7 +11,7 @@ export interface Config {
   rateLimits: { sendPerMin: number; pollPerMin: number }
   blobs: { maxSizeBytes: number; quotaBytes: number; unattachedTtlMs: number }
   messages: { expiredRetentionMs: number }
-  ws: { maxConnections: number; pingIntervalMs: number }
+  ws: { maxConnections: number; pingIntervalMs: number; authTimeoutMs: number }
   webhooks: {
     retryDelaysMs: number[]
     timeoutMs: number

@@ -33,6 +33,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'messages.expiredRetention', env: 'RELAY_EXPIRED_RETENTION', kind: 'duration', default: '7d', min: 0, why: 'SPEC §4.6: how long an expired envelope answers status queries' },
   { key: 'ws.maxConnections', env: 'RELAY_WS_MAX_CONNECTIONS', kind: 'int', default: 5, min: 1, max: 1000, why: 'SPEC §8: WebSockets per agent; enough for a few replicas of one agent' },
   { key: 'ws.pingInterval', env: 'RELAY_WS_PING_INTERVAL', kind: 'duration', default: '30s', min: 1000, why: 'SPEC §8: keepalive pings; a connection that misses one is closed' },
+  { key: 'ws.authTimeout', env: 'RELAY_WS_AUTH_TIMEOUT', kind: 'duration', default: '10s', min: 100, max: 300_000, why: 'SPEC §8: time a new WebSocket has to send its auth frame before it is closed with 4008' },
   { key: 'webhooks.retryDelays', env: 'RELAY_WEBHOOK_RETRY_DELAYS', kind: 'durations', default: '1m,5m,15m,30m,1h,2h', why: 'SPEC §9: delays before attempts 2…7 (±10 % jitter)' },
   { key: 'webhooks.timeout', env: 'RELAY_WEBHOOK_TIMEOUT', kind: 'duration', default: '10s', min: 100, max: 300_000, why: 'SPEC §9: answer time per attempt' },
   { key: 'webhooks.disableAfter', env: 'RELAY_WEBHOOK_DISABLE_AFTER', kind: 'int', default: 3, min: 1, max: 1000, why: 'SPEC §9: consecutive failed messages that disable a webhook' },

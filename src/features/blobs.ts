@@ -30,7 +30,8 @@ export function installBlobs(ctx: FeatureContext, deps: { messages: MessagesServ
     onUploaded: (bytes) => uploaded.inc({}, bytes),
     onRecordRemoved: (hash) => sweeper.noteRemoved(hash),
   })
-  deps.messages.setAttachmentResolver(blobs.resolveAttachments, blobs.linkAttachments)
+  deps.messages.setAttachmentResolver(blobs.resolveAttachments)
+  deps.messages.onInsert(blobs.linkAttachments)
 
   // temp files first, synchronously, before any upload can start; the directory comparison may
   // take a while on a large store and runs alongside (uploads pin what they place)

@@ -17,12 +17,6 @@ export type ResolvedAttachment = AttachmentJson
  */
 export type AttachmentResolver = (senderKey: string, attachments: readonly AttachmentInput[], now: number) => ResolvedAttachment[]
 
-/**
- * Runs inside the send transaction once the message row and its message_blobs links are written, with
- * the distinct blob ids attached; throws (422) to refuse the send when a blob can no longer be attached.
- */
-export type AttachmentLinker = (message: { senderKey: string; createdAt: number; expiresAt: number }, blobIds: readonly string[]) => void
-
 export const resolveAttachments: AttachmentResolver = (_senderKey, attachments) => {
   if (attachments.length === 0) return []
   const blobIds = attachments.map((a) => a.blob_id)

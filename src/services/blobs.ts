@@ -10,7 +10,8 @@ import type { Clock } from '../lib/clock.ts'
 import { BLOB_ID_PATTERN, newBlobId } from '../lib/ids.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { BlobRow, BlobsRepo } from '../storage/blobs-repo.ts'
-import type { AttachmentLinker, AttachmentResolver, ResolvedAttachment } from './attachments.ts'
+import type { AttachmentResolver, ResolvedAttachment } from './attachments.ts'
+import type { InsertHook } from './messages.ts'
 import { BLOB_CONTENT_TYPE_MAX, DEFAULT_BLOB_CONTENT_TYPE, blobToJson, type BlobJson } from './models/blob.ts'
 
 export interface BlobLimits {
@@ -275,7 +276,8 @@ export class BlobsService {
    * In the send transaction: each attached blob now lives at least as long as the message (SPEC §6
    * Lifetime). A blob deleted or expired since the check refuses the send with the same 422.
    */
-  readonly linkAttachments: AttachmentLinker = (message, blobIds) => {
+  readonly linkAttachments: InsertHook = (message, blobIds) => {
+    if (blobIds.length === 0) return
     const gone = blobIds.filter((id) => !this.repo.extendExpiry(id, message.senderKey, message.expiresAt, message.createdAt))
     if (gone.length) throw unusableBlobs(gone)
   }

@@ -13,7 +13,7 @@ import type { AgentRow } from '../storage/agents-repo.ts'
 import type { GroupCommit } from '../storage/group-commit.ts'
 import type { MessageRow, MessagesRepo } from '../storage/messages-repo.ts'
 import type { AclService } from './acl.ts'
-import { resolveAttachments as rejectAllAttachments, type AttachmentLinker, type AttachmentResolver } from './attachments.ts'
+import { resolveAttachments as rejectAllAttachments, type AttachmentResolver } from './attachments.ts'
 import { encodeCursor } from './cursor.ts'
 import type { RelayEvents } from './events.ts'
 import { checkThreadId, parsePageQuery, parsePollQuery, parseSendInput, type RawQuery } from './messages-input.ts'
@@ -50,6 +50,9 @@ export interface MessagesServiceDeps {
 
 const notFound = () => new RelayError('message_not_found', 'No such message, or not yours to read')
 
+/** A step inside the insert transaction of an accepted message; see `onInsert`. */
+export type InsertHook = (message: MessageRow, blobIds: readonly string[]) => void
+
 export class MessagesService {
   private readonly repo: MessagesRepo
   private readonly acl: AclService
@@ -58,8 +61,8 @@ export class MessagesService {
   private readonly events: RelayEvents
   private readonly retentionMs: number
   private resolveAttachments: AttachmentResolver = rejectAllAttachments
-  private linkAttachments: AttachmentLinker | null = null
   private readonly writes: GroupCommit
+  private readonly insertHooks: InsertHook[] = []
 
   constructor(deps: MessagesServiceDeps) {
     this.repo = deps.repo
@@ -72,12 +75,18 @@ export class MessagesService {
   }
 
   /**
-   * Lets the blobs feature check attachments against blob records (SPEC §4.3 check 4) and, in the send
-   * transaction, tie the blobs' lifetime to the message (SPEC §6 Lifetime).
+   * Registers a step that runs inside the transaction inserting each accepted message, with the
+   * distinct ids of the blobs it attaches: tying blob lifetimes to it (SPEC §6), queueing its webhook
+   * delivery (§9). Its writes commit with the message or not at all; a throw refuses the send.
+   * Synchronous.
    */
-  setAttachmentResolver(resolver: AttachmentResolver, linker?: AttachmentLinker): void {
+  onInsert(hook: InsertHook): void {
+    this.insertHooks.push(hook)
+  }
+
+  /** Lets the blobs feature check attachments against blob records (SPEC §4.3 check 4). */
+  setAttachmentResolver(resolver: AttachmentResolver): void {
     this.resolveAttachments = resolver
-    this.linkAttachments = linker ?? null
   }
 
   /**
@@ -277,7 +286,10 @@ export class MessagesService {
     for (let attempt = 0; ; attempt++) {
       try {
         this.repo.insert(message, blobIds)
-        if (blobIds.length && this.linkAttachments) this.linkAttachments(message, [...new Set(blobIds)])
+        if (this.insertHooks.length) {
+          const distinct = [...new Set(blobIds)]
+          for (const hook of this.insertHooks) hook(message, distinct)
+        }
         return
       } catch (err) {
         // 48 random bits per second: a collision is all but impossible, but never answer 500 for one

@@ -120,12 +120,13 @@ describe('GET /metrics', () => {
     await t.relay.scheduler.runNow('prune-replay-cache')
     await t.relay.scheduler.runNow('prune-replay-cache')
     t.relay.events.emit('messageAccepted', { messageId: 'msg_1_000000000000', recipientKey: 'a', senderKey: 'b' })
-    t.relay.ctx.metrics.gauge({ name: 'relay_websocket_connections', help: 'Open sockets.', collect: () => 4 })
+    t.relay.ctx.metrics.gauge({ name: 'relay_test_feature_figure', help: 'A figure a feature reads at scrape time.', collect: () => 4 })
     const fams = parsePrometheus(await (await get(t, '/metrics')).text())
     expect(sampleValue(fams, 'relay_job_runs_total', { job: 'prune-replay-cache', outcome: 'ok' })).toBe(2)
     expect(sampleValue(fams, 'relay_job_duration_seconds_count', { job: 'prune-replay-cache' })).toBe(2)
     expect(sampleValue(fams, 'relay_messages_sent_total')).toBe(1)
-    expect(sampleValue(fams, 'relay_websocket_connections')).toBe(4)
+    expect(sampleValue(fams, 'relay_test_feature_figure')).toBe(4)
+    expect(sampleValue(fams, 'relay_websocket_connections')).toBe(0)
   })
 
   test('is not served unless enabled', async () => {

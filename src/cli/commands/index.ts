@@ -9,11 +9,13 @@ import { discover } from './discover.ts'
 import { download } from './download.ts'
 import { get } from './get.ts'
 import { poll } from './poll.ts'
+import { listen } from './listen.ts'
 import { profileGet, profileSet } from './profile.ts'
 import { send } from './send.ts'
 import { status } from './status.ts'
 import { thread } from './thread.ts'
 import { upload } from './upload.ts'
+import { webhook } from './webhook.ts'
 import { whoami } from './whoami.ts'
 
 export const CLIENT_COMMANDS: CommandSpec[] = [
@@ -22,12 +24,14 @@ export const CLIENT_COMMANDS: CommandSpec[] = [
   profileSet,
   send,
   poll,
+  listen,
   get,
   status,
   thread,
   upload,
   download,
   ...acl,
+  ...webhook,
   discover,
   capabilities,
 ]

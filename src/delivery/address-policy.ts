@@ -1,0 +1,116 @@
+/**
+ * Which webhook targets the relay refuses unless the operator allows private targets (SPEC §9):
+ * loopback, private, link-local, CGNAT, multicast, unspecified and reserved ranges, in IPv4 and IPv6,
+ * including IPv6 forms that embed an IPv4 address (mapped, compatible, translated, NAT64, 6to4), and
+ * `localhost` names (RFC 6761: they always mean this host, whatever a resolver says).
+ */
+import { isIP } from 'node:net'
+
+/** IPv4 ranges as [first octets as a 32-bit number, prefix length, what it is]. */
+const V4_BLOCKED: [number, number, string][] = [
+  [0x00000000, 8, 'unspecified'], // 0.0.0.0/8, "this network"
+  [0x0a000000, 8, 'private'], // 10/8
+  [0x64400000, 10, 'CGNAT'], // 100.64/10
+  [0x7f000000, 8, 'loopback'], // 127/8
+  [0xa9fe0000, 16, 'link-local'], // 169.254/16
+  [0xac100000, 12, 'private'], // 172.16/12
+  [0xc0000000, 24, 'reserved'], // 192.0.0/24, IETF protocol assignments
+  [0xc0a80000, 16, 'private'], // 192.168/16
+  [0xc6120000, 15, 'reserved'], // 198.18/15, benchmarking
+  [0xe0000000, 4, 'multicast'], // 224/4
+  [0xf0000000, 4, 'reserved'], // 240/4, including 255.255.255.255
+]
+
+function parseV4(text: string): number | null {
+  const parts = text.split('.')
+  if (parts.length !== 4) return null
+  let n = 0
+  for (const p of parts) {
+    if (!/^\d{1,3}$/.test(p) || Number(p) > 255) return null
+    n = n * 256 + Number(p)
+  }
+  return n
+}
+
+function classifyV4(n: number): string | null {
+  for (const [base, bits, kind] of V4_BLOCKED) {
+    const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0
+    if ((n & mask) >>> 0 === base) return kind
+  }
+  return null
+}
+
+/** The eight 16-bit groups of an IPv6 address (with an optional dotted IPv4 tail), or null. */
+function parseV6(text: string): number[] | null {
+  let s = text.toLowerCase()
+  const zone = s.indexOf('%')
+  if (zone >= 0) s = s.slice(0, zone)
+  let tail: number[] = []
+  const lastColon = s.lastIndexOf(':')
+  if (lastColon < 0) return null
+  if (s.slice(lastColon + 1).includes('.')) {
+    // a dotted IPv4 tail stands for the last two groups
+    const v4 = parseV4(s.slice(lastColon + 1))
+    if (v4 === null) return null
+    tail = [v4 >>> 16, v4 & 0xffff]
+    const head = s.slice(0, lastColon + 1)
+    s = head.endsWith('::') ? head : head.slice(0, -1)
+  }
+  const halves = s.split('::')
+  if (halves.length > 2) return null
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN)))
+  const head = parse(halves[0])
+  const rest = halves.length === 2 ? parse(halves[1]) : []
+  const given = head.length + rest.length + tail.length
+  if ([...head, ...rest].some(Number.isNaN)) return null
+  if (halves.length === 1 && given !== 8) return null
+  if (halves.length === 2 && given > 7) return null
+  return [...head, ...new Array(8 - given).fill(0), ...rest, ...tail]
+}
+
+function classifyV6(g: number[]): string | null {
+  const embedded = (hi: number, lo: number) => classifyV4(((hi << 16) >>> 0) + lo)
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0)
+  if (zeros(0, 8)) return 'unspecified'
+  if (zeros(0, 7) && g[7] === 1) return 'loopback'
+  if (zeros(0, 5) && g[5] === 0xffff) return embedded(g[6], g[7]) ?? null // IPv4-mapped ::ffff:a.b.c.d
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return embedded(g[6], g[7]) ?? null // IPv4-translated
+  if (zeros(0, 6)) return embedded(g[6], g[7]) ?? 'reserved' // IPv4-compatible ::a.b.c.d (deprecated)
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return embedded(g[6], g[7]) // NAT64 64:ff9b::/96
+  if (g[0] === 0x2002) return embedded(g[1], g[2]) // 6to4 2002:AABB:CCDD::/48
+  if ((g[0] & 0xffc0) === 0xfe80) return 'link-local' // fe80::/10
+  if ((g[0] & 0xffc0) === 0xfec0) return 'private' // fec0::/10, deprecated site-local
+  if ((g[0] & 0xfe00) === 0xfc00) return 'private' // fc00::/7, unique local
+  if ((g[0] & 0xff00) === 0xff00) return 'multicast' // ff00::/8
+  return null
+}
+
+/**
+ * Why an IP address may not be a webhook target ("loopback", "private", …), or null when it may.
+ * Anything that is not an IP address is refused as "invalid".
+ */
+export function blockedAddressKind(address: string): string | null {
+  const ip = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address
+  const family = isIP(ip)
+  if (family === 4) {
+    const n = parseV4(ip)
+    return n === null ? 'invalid' : classifyV4(n)
+  }
+  if (family === 6) {
+    const groups = parseV6(ip)
+    return groups === null ? 'invalid' : classifyV6(groups)
+  }
+  return 'invalid'
+}
+
+/** True for an IP literal (IPv4, or IPv6 with or without brackets). */
+export function isIpLiteral(host: string): boolean {
+  const ip = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
+  return isIP(ip) !== 0
+}
+
+/** `localhost` and names under `.localhost` (RFC 6761), with or without a trailing dot. */
+export function isLocalhostName(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '')
+  return h === 'localhost' || h.endsWith('.localhost')
+}

@@ -1,0 +1,207 @@
+/**
+ * One WebSocket connection and what it has been pushed (SPEC §8.3). After auth the connection syncs:
+ * it pages through the agent's backlog (unexpired `sent` messages, oldest first) while new messages
+ * accepted meanwhile are held back; then it goes live and pushes each new message as it is committed.
+ *
+ * No message is pushed twice on one connection where backlog and live events overlap: live messages
+ * seen during the sync are pushed after it unless a page already carried them, and ids pushed by the
+ * sync are remembered until every message committed before its last page has been announced.
+ *
+ * Backpressure: when a send is queued rather than written (the client reads slowly) the connection
+ * stops pushing; what it misses stays `sent`. When the socket drains, it syncs again from the first
+ * missed message, so a slow consumer catches up without the relay holding its messages in memory.
+ */
+import type { AgentRow } from '../storage/agents-repo.ts'
+import type { MessageRow, Position } from '../storage/messages-repo.ts'
+
+/** What a connection needs of the Bun socket; a small surface so that tests can fake it. */
+export interface PushSocket {
+  /** Bun semantics: bytes written (> 0), -1 queued under backpressure, 0 dropped or closed. */
+  send(text: string): number
+  close(code?: number, reason?: string): void
+  terminate(): void
+  ping(): void
+}
+
+export interface PushSource {
+  /** Unexpired `sent` messages of the recipient after `after`, oldest first. */
+  backlog(recipientKey: string, after: Position | null, limit: number): MessageRow[]
+  /** A message as stored now, whatever its state; null when gone. */
+  find(messageId: string): MessageRow | null
+  /** The `message` frame of a row. */
+  frame(row: MessageRow): string
+  now(): number
+}
+
+/** Backlog rows read per page; pages after the first run on later event-loop turns. */
+const PAGE = 100
+/** Live messages held back during a sync; beyond that they are fetched again by a later sync. */
+const MAX_HELD = 1000
+/** Recently pushed ids remembered per connection, to skip them when a sync restarts after backpressure. */
+const RECENT = 64
+
+const before = (a: Position, b: Position) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.messageId < b.messageId)
+const positionOf = (row: MessageRow): Position => ({ createdAt: row.createdAt, messageId: row.messageId })
+
+export type ConnectionState = 'new' | 'authenticating' | 'open' | 'closed'
+
+export class Connection {
+  state: ConnectionState = 'new'
+  agent: AgentRow | null = null
+  /** Seen traffic (a frame or a pong) since the last keepalive ping. */
+  alive = true
+  authTimer: ReturnType<typeof setTimeout> | undefined
+  /** Frames that arrived while the auth frame was being checked, handled once it passes. */
+  early: (string | Uint8Array)[] = []
+  earlyBytes = 0
+
+  private phase: 'sync' | 'live' = 'sync'
+  private cursor: Position | null = null
+  /** Live messages seen during a sync: ids only, so that holding them costs little whatever their size. */
+  private held: string[] = []
+  private syncPushed: Set<string> | null = null
+  private recent: string[] | null = null
+  private recentSet: Set<string> | null = null
+  private recentNext = 0
+  private congested = false
+  private missedFrom: Position | null = null
+  private pageScheduled = false
+
+  constructor(
+    readonly id: number,
+    readonly socket: PushSocket,
+    private readonly source: PushSource,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.state === 'open'
+  }
+
+  get publicKey(): string {
+    return (this.agent as AgentRow).publicKey
+  }
+
+  /** Sends a reply frame (auth_result, send_result, pong, error); replies do not wait for drain. */
+  reply(text: string): void {
+    if (this.state !== 'closed') this.socket.send(text)
+  }
+
+  /** Authenticated: push the backlog, then go live. */
+  open(agent: AgentRow): void {
+    this.agent = agent
+    this.state = 'open'
+    this.startSync(null)
+  }
+
+  /** A message committed for this agent (live event); `text` is its frame. */
+  offer(row: MessageRow, text: string): void {
+    if (this.state !== 'open' || this.wasPushed(row.messageId)) return
+    if (this.phase === 'sync') {
+      if (this.held.length < MAX_HELD) this.held.push(row.messageId)
+      else this.missed(row)
+      return
+    }
+    if (this.congested || !this.push(row.messageId, text)) this.missed(row)
+  }
+
+  /** The socket wrote out its queue: continue the sync, or catch up from the first missed message. */
+  drained(): void {
+    this.congested = false
+    if (this.state !== 'open') return
+    if (this.phase === 'sync') return this.syncPage()
+    if (this.missedFrom) {
+      const from = this.missedFrom
+      this.missedFrom = null
+      // every message created at or after the first missed one; those pushed already are skipped
+      this.startSync({ createdAt: from.createdAt, messageId: '' })
+    }
+  }
+
+  /** Whether pushes wait for the socket to drain (tests, health). */
+  get isCongested(): boolean {
+    return this.congested
+  }
+
+  private startSync(from: Position | null): void {
+    this.phase = 'sync'
+    this.cursor = from
+    this.syncPushed = new Set()
+    this.syncPage()
+  }
+
+  private syncPage(): void {
+    if (this.state !== 'open' || this.phase !== 'sync' || this.congested) return
+    const rows = this.source.backlog(this.publicKey, this.cursor, PAGE)
+    for (const row of rows) {
+      if (!this.wasPushed(row.messageId) && !this.push(row.messageId, this.source.frame(row))) return
+      this.cursor = positionOf(row)
+      if (this.congested) return
+    }
+    if (rows.length === PAGE) {
+      if (this.pageScheduled) return
+      this.pageScheduled = true
+      setImmediate(() => {
+        this.pageScheduled = false
+        this.syncPage()
+      })
+      return
+    }
+    this.finishSync()
+  }
+
+  private finishSync(): void {
+    this.phase = 'live'
+    const held = this.held
+    this.held = []
+    const now = this.source.now()
+    for (const id of held) {
+      if (this.wasPushed(id)) continue
+      // read again: it may have been acked, polled or expired while the sync ran
+      const row = this.source.find(id)
+      if (row && row.status === 'sent' && row.expiresAt > now && row.recipientKey === this.publicKey) this.offer(row, this.source.frame(row))
+    }
+    // a message committed before the last page but announced after it must still be skipped: all such
+    // announcements happen before the next turn of the event loop
+    const pushed = this.syncPushed
+    setImmediate(() => {
+      if (this.syncPushed === pushed) this.syncPushed = null
+    })
+  }
+
+  /** Sends one message frame; false when the socket dropped it. */
+  private push(messageId: string, text: string): boolean {
+    const result = this.socket.send(text)
+    if (result === 0) {
+      this.congested = true
+      return false
+    }
+    this.remember(messageId)
+    if (result === -1) this.congested = true
+    return true
+  }
+
+  private missed(row: MessageRow): void {
+    const at = positionOf(row)
+    if (!this.missedFrom || before(at, this.missedFrom)) this.missedFrom = at
+  }
+
+  private wasPushed(messageId: string): boolean {
+    return (this.recentSet?.has(messageId) ?? false) || (this.syncPushed?.has(messageId) ?? false)
+  }
+
+  private remember(messageId: string): void {
+    this.syncPushed?.add(messageId)
+    if (!this.recent) {
+      this.recent = []
+      this.recentSet = new Set()
+    }
+    const set = this.recentSet as Set<string>
+    if (this.recent.length < RECENT) this.recent.push(messageId)
+    else {
+      set.delete(this.recent[this.recentNext])
+      this.recent[this.recentNext] = messageId
+      this.recentNext = (this.recentNext + 1) % RECENT
+    }
+    set.add(messageId)
+  }
+}

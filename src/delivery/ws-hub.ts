@@ -1,0 +1,367 @@
+/**
+ * The WebSocket hub (SPEC §8): Bun's native WebSocket handlers for `/v1/ws` (frames are parsed here,
+ * never by a framework), authentication within the auth window, the per-agent connection limit, client
+ * frames (ack, send, ping), pushes after each commit, keepalive pings, and closing an agent's sockets
+ * when it is suspended or deleted, or every socket when the relay stops.
+ */
+import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
+import { RelayError, type ErrorCode } from '../errors.ts'
+import type { Clock } from '../lib/clock.ts'
+import type { Logger } from '../lib/logger.ts'
+import type { Authenticator } from '../services/authenticator.ts'
+import type { RelayEvents } from '../services/events.ts'
+import { messageToJson } from '../services/messages-json.ts'
+import type { MessagesService } from '../services/messages.ts'
+import type { MessageRow } from '../storage/messages-repo.ts'
+import { Connection, type PushSource } from './ws-connection.ts'
+import { CLOSE, frames, parseClientFrame, type ClientFrame } from './ws-frames.ts'
+
+export const WS_PATH = '/v1/ws'
+/** SPEC §8: inbound frames up to 2 MiB; larger ones close the connection with 1009. */
+export const MAX_FRAME_BYTES = 2 * 1024 * 1024
+/** Bytes Bun may queue per socket; pushes stop at the first queued frame, so this is rarely reached. */
+const BACKPRESSURE_LIMIT = 4 * 1024 * 1024
+/** Frames (and their bytes) accepted while the auth frame is being checked; a client that floods is cut off. */
+const MAX_EARLY_FRAMES = 64
+const MAX_EARLY_BYTES = MAX_FRAME_BYTES
+/** How long a graceful stop waits for clients to answer the close frame. */
+const CLOSE_GRACE_MS = 1000
+
+export interface HubOptions {
+  maxConnections: number
+  pingIntervalMs: number
+  authTimeoutMs: number
+}
+
+export interface HubDeps {
+  authenticator: Authenticator
+  messages: MessagesService
+  events: RelayEvents
+  clock: Clock
+  logger: Logger
+  /** A message became delivered by an ack on a socket (metrics). */
+  onDelivered?: () => void
+}
+
+interface SocketData {
+  conn: Connection | null
+}
+
+type Socket = ServerWebSocket<SocketData>
+
+function asRelayError(err: unknown): RelayError {
+  return err instanceof RelayError ? err : new RelayError('internal_error', 'Internal error')
+}
+
+export class SocketHub {
+  private readonly byAgent = new Map<string, Set<Connection>>()
+  private readonly sockets = new Map<Connection, Socket>()
+  private nextId = 1
+  private closing = false
+  private pingTimer: ReturnType<typeof setInterval> | undefined
+  private allClosed: (() => void) | null = null
+  private readonly source: PushSource
+
+  constructor(
+    private readonly deps: HubDeps,
+    private readonly opts: HubOptions,
+  ) {
+    const { messages, clock } = deps
+    this.source = {
+      backlog: (key, after, limit) =>
+        messages.pendingFor(key, after ? { afterCreatedAt: after.createdAt, afterId: after.messageId, limit } : { limit }),
+      find: (id) => messages.findRow(id),
+      frame: (row) => frames.message(JSON.stringify(messageToJson(row, clock.now()))),
+      now: () => clock.now(),
+    }
+    deps.events.on('messageAccepted', ({ messageId, recipientKey }) => this.announce(messageId, recipientKey))
+    deps.events.on('agentGone', ({ publicKey, reason }) =>
+      this.closeAgent(publicKey, reason === 'suspended' ? CLOSE.suspended : CLOSE.deleted, reason === 'suspended' ? 'agent suspended' : 'agent deleted'),
+    )
+  }
+
+  /** Bun.serve `websocket` handlers. */
+  readonly websocket: WebSocketHandler<SocketData> = {
+    maxPayloadLength: MAX_FRAME_BYTES,
+    backpressureLimit: BACKPRESSURE_LIMIT,
+    // keepalive is the hub's own ping timer (pingIntervalMs), so Bun's idle timeout is off
+    idleTimeout: 0,
+    sendPings: false,
+    perMessageDeflate: false,
+    open: (ws) => this.onOpen(ws),
+    message: (ws, data) => {
+      try {
+        this.onMessage(ws, data)
+      } catch (err) {
+        this.deps.logger.error('websocket frame failed', { error: String(err), stack: (err as Error)?.stack })
+        ws.data.conn?.reply(frames.error('internal_error', 'Internal error'))
+      }
+    },
+    drain: (ws) => ws.data.conn?.drained(),
+    pong: (ws) => {
+      if (ws.data.conn) ws.data.conn.alive = true
+    },
+    close: (ws, code) => this.onClose(ws, code),
+    error: (err) => this.deps.logger.error('websocket handler failed', { error: String(err) }),
+  }
+
+  /**
+   * For Bun.serve's fetch: upgrades a WebSocket handshake on /v1/ws. Returns null when the request is
+   * not one (the HTTP pipeline answers it), true when upgraded, or the error to answer with.
+   */
+  upgrade(request: Request, server: Server<SocketData>): true | RelayError | null {
+    if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return null
+    const url = request.url
+    const start = url.indexOf('/', url.indexOf('//') + 2)
+    const end = url.indexOf('?', start)
+    if ((end < 0 ? url.slice(start) : url.slice(start, end)) !== WS_PATH) return null
+    if (this.closing) return new RelayError('service_unavailable', 'The relay is stopping')
+    if (server.upgrade(request, { data: { conn: null } })) return true
+    return new RelayError('bad_request', 'Invalid WebSocket handshake')
+  }
+
+  /** Authenticated connections (metrics, health). */
+  get authenticatedCount(): number {
+    let n = 0
+    for (const set of this.byAgent.values()) n += set.size
+    return n
+  }
+
+  /** Health figures: sockets, and how many wait for a slow reader (with the bytes queued for them). */
+  report() {
+    let congested = 0
+    let buffered = 0
+    for (const [conn, ws] of this.sockets) {
+      if (conn.isCongested) congested++
+      buffered += ws.getBufferedAmount()
+    }
+    return {
+      status: 'ok' as const,
+      open_sockets: this.sockets.size,
+      authenticated: this.authenticatedCount,
+      agents: this.byAgent.size,
+      slow_consumers: congested,
+      buffered_bytes: buffered,
+    }
+  }
+
+  /** Connections of one agent (tests). */
+  connectionsOf(publicKey: string): Connection[] {
+    return [...(this.byAgent.get(publicKey) ?? [])]
+  }
+
+  /**
+   * Graceful stop: refuses new sockets and closes every open one with 1001; resolves once they are
+   * closed, or after a short grace, when those that did not answer are cut.
+   */
+  async closeAll(): Promise<void> {
+    this.closing = true
+    clearInterval(this.pingTimer)
+    this.pingTimer = undefined
+    if (this.sockets.size === 0) return
+    const closed = new Promise<void>((resolve) => (this.allClosed = resolve))
+    for (const [conn, ws] of this.sockets) {
+      conn.state = 'closed'
+      ws.close(CLOSE.goingAway, 'relay stopping')
+    }
+    const timer = setTimeout(() => {
+      for (const ws of this.sockets.values()) ws.terminate()
+    }, CLOSE_GRACE_MS)
+    await closed
+    clearTimeout(timer)
+  }
+
+  // --- socket events ---
+
+  private onOpen(ws: Socket): void {
+    if (this.closing) return ws.close(CLOSE.goingAway, 'relay stopping')
+    const conn = new Connection(this.nextId++, ws, this.source)
+    ws.data.conn = conn
+    this.sockets.set(conn, ws)
+    conn.authTimer = setTimeout(() => {
+      if (conn.state === 'new' || conn.state === 'authenticating') {
+        conn.state = 'closed'
+        ws.close(CLOSE.authTimeout, 'no auth frame in time')
+      }
+    }, this.opts.authTimeoutMs)
+    this.startPings()
+  }
+
+  private onClose(ws: Socket, code: number): void {
+    const conn = ws.data.conn
+    if (!conn) return
+    ws.data.conn = null
+    const wasOpen = conn.agent !== null
+    conn.state = 'closed'
+    clearTimeout(conn.authTimer)
+    this.sockets.delete(conn)
+    if (wasOpen) {
+      const set = this.byAgent.get(conn.publicKey)
+      set?.delete(conn)
+      if (set?.size === 0) this.byAgent.delete(conn.publicKey)
+      if (this.deps.logger.enabled('debug')) this.deps.logger.debug('websocket closed', { agent: conn.publicKey, code })
+    }
+    if (this.sockets.size === 0) {
+      this.allClosed?.()
+      this.allClosed = null
+    }
+  }
+
+  private onMessage(ws: Socket, data: string | Uint8Array): void {
+    const conn = ws.data.conn
+    if (!conn) return
+    conn.alive = true
+    switch (conn.state) {
+      case 'new':
+        return this.onFirstFrame(conn, ws, data)
+      case 'authenticating':
+        conn.earlyBytes += data.length
+        if (conn.early.length >= MAX_EARLY_FRAMES || conn.earlyBytes > MAX_EARLY_BYTES) {
+          conn.state = 'closed'
+          return ws.close(CLOSE.policy, 'too many frames before authentication')
+        }
+        conn.early.push(data)
+        return
+      case 'open':
+        return this.onFrame(conn, data)
+    }
+  }
+
+  /** SPEC §8.1–2: the first frame must be a valid auth frame; anything else fails authentication. */
+  private onFirstFrame(conn: Connection, ws: Socket, data: string | Uint8Array): void {
+    let frame: ClientFrame | null = null
+    try {
+      frame = parseClientFrame(data)
+    } catch {
+      // malformed: an authentication failure like any other first frame
+    }
+    if (frame?.type !== 'auth') return this.failAuth(conn, ws, new RelayError('unauthorized', 'The first frame must be an auth frame'))
+    conn.state = 'authenticating'
+    const input = { publicKey: frame.public_key, timestamp: frame.timestamp, signature: frame.signature }
+    // authenticateWs throws synchronously for malformed input: run it inside the promise chain
+    Promise.resolve(input).then((i) => this.deps.authenticator.authenticateWs(i)).then(
+      (agent) => {
+        if (conn.state !== 'authenticating') return
+        if (this.closing) {
+          conn.state = 'closed'
+          return ws.close(CLOSE.goingAway, 'relay stopping')
+        }
+        const set = this.byAgent.get(agent.publicKey) ?? new Set<Connection>()
+        if (set.size >= this.opts.maxConnections) {
+          const max = this.opts.maxConnections
+          return this.failAuth(conn, ws, new RelayError('rate_limit_exceeded', `At most ${max} WebSocket connections per agent`, { limit: max }))
+        }
+        clearTimeout(conn.authTimer)
+        set.add(conn)
+        this.byAgent.set(agent.publicKey, set)
+        conn.reply(frames.authOk(agent.publicKey))
+        if (this.deps.logger.enabled('debug')) this.deps.logger.debug('websocket authenticated', { agent: agent.publicKey, connection: conn.id })
+        conn.open(agent)
+        const early = conn.early
+        conn.early = []
+        for (const f of early) if (conn.isOpen) this.onFrame(conn, f)
+      },
+      (err) => {
+        if (!(err instanceof RelayError)) this.deps.logger.error('websocket authentication failed unexpectedly', { error: String(err) })
+        if (conn.state === 'authenticating') this.failAuth(conn, ws, asRelayError(err))
+      },
+    )
+  }
+
+  private failAuth(conn: Connection, ws: Socket, err: RelayError): void {
+    conn.state = 'closed'
+    clearTimeout(conn.authTimer)
+    ws.send(frames.authError(err.code, err.message))
+    ws.close(CLOSE.authFailed, err.code)
+  }
+
+  /** SPEC §8.4: frames after auth; a bad one gets an error frame and the connection stays. */
+  private onFrame(conn: Connection, data: string | Uint8Array): void {
+    let frame: ClientFrame
+    try {
+      frame = parseClientFrame(data)
+    } catch (err) {
+      const e = asRelayError(err)
+      return conn.reply(frames.error(e.code, e.message, e.details))
+    }
+    switch (frame.type) {
+      case 'ping':
+        return conn.reply(frames.pong())
+      case 'auth':
+        return conn.reply(frames.error('bad_request', 'Already authenticated'))
+      case 'ack':
+        return this.ack(conn, frame.message_id)
+      case 'send':
+        return void this.send(conn, frame.id, frame.message)
+    }
+  }
+
+  private ack(conn: Connection, messageId: string): void {
+    const { messages, clock } = this.deps
+    const before = messages.findRow(messageId)
+    const wasSent = before !== null && before.status === 'sent' && before.expiresAt > clock.now() && before.recipientKey === conn.publicKey
+    try {
+      messages.ack(conn.publicKey, messageId)
+      if (wasSent) this.deps.onDelivered?.()
+    } catch (err) {
+      const e = asRelayError(err)
+      conn.reply(frames.error(e.code as ErrorCode, e.message, { message_id: messageId }))
+    }
+  }
+
+  /** SPEC §8.4: the checks, limits and rate limit of POST /v1/messages, answered by send_result. */
+  private async send(conn: Connection, id: unknown, message: unknown): Promise<void> {
+    try {
+      const { rate: _rate, ...result } = await this.deps.messages.sendBatched(conn.agent!, message)
+      conn.reply(frames.sendOk(id, result))
+    } catch (err) {
+      if (!(err instanceof RelayError)) this.deps.logger.error('websocket send failed unexpectedly', { error: String(err), stack: (err as Error)?.stack })
+      const e = asRelayError(err)
+      conn.reply(frames.sendError(id, e.code, e.message, e.details))
+    }
+  }
+
+  // --- pushes and closes ---
+
+  /** After a commit: the message to every connection of its recipient (SPEC §8.3). */
+  private announce(messageId: string, recipientKey: string): void {
+    const set = this.byAgent.get(recipientKey)
+    if (!set) return
+    const now = this.deps.clock.now()
+    const row: MessageRow | null = this.deps.messages.findRow(messageId)
+    if (!row || row.status !== 'sent' || row.expiresAt <= now || row.recipientKey !== recipientKey) return
+    const text = frames.message(JSON.stringify(messageToJson(row, now)))
+    for (const conn of set) conn.offer(row, text)
+  }
+
+  private closeAgent(publicKey: string, code: number, reason: string): void {
+    const set = this.byAgent.get(publicKey)
+    if (!set) return
+    for (const conn of set) {
+      conn.state = 'closed'
+      this.sockets.get(conn)?.close(code, reason)
+    }
+  }
+
+  /** Keepalive (SPEC §8.5): a ping every interval; a socket silent since the last one is cut. */
+  private startPings(): void {
+    if (this.pingTimer || this.closing) return
+    this.pingTimer = setInterval(() => {
+      for (const [conn, ws] of this.sockets) {
+        if (!conn.alive) {
+          ws.terminate()
+          continue
+        }
+        conn.alive = false
+        ws.ping()
+      }
+    }, this.opts.pingIntervalMs)
+    this.pingTimer.unref?.()
+  }
+
+  /** Stops the keepalive timer (when the last socket is gone on stop). */
+  stopPings(): void {
+    clearInterval(this.pingTimer)
+    this.pingTimer = undefined
+  }
+}

@@ -1,0 +1,49 @@
+/** /v1/agents/{publicKey}/webhook (SPEC §9): owner only; the webhooks service validates bodies. */
+import { Elysia } from 'elysia'
+import { PublicKey } from '../../services/models/agent.ts'
+import { WebhookConfig, WebhookPutInput } from '../../services/models/webhook.ts'
+import { webhookToJson, type WebhooksService } from '../../services/webhooks.ts'
+import { callerOf } from '../app.ts'
+import { doc, errorResponses, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
+
+const key = [pathParam('publicKey', PublicKey)]
+
+export function webhookRoutes(webhooks: WebhooksService) {
+  return new Elysia({ name: 'routes-webhooks' })
+    .put('/v1/agents/:publicKey/webhook', ({ request, params, body }) => webhookToJson(webhooks.put(callerOf(request).publicKey, params.publicKey, body)), {
+      detail: doc({
+        tags: ['webhooks'],
+        summary: 'Register or replace your webhook (enabled, failure count reset)',
+        description:
+          'The relay POSTs {delivery_id, message} for every message accepted for you, signed with X-M2M-Webhook-Signature ' +
+          '(hex HMAC-SHA256 of the raw body keyed with the 32 secret bytes). 422 for a literal loopback or private target.',
+        parameters: key,
+        requestBody: jsonBody(WebhookPutInput),
+        responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)'), ...errorResponses(400, 401, 403, 409, 422) },
+      }),
+    })
+    .get('/v1/agents/:publicKey/webhook', ({ request, params }) => webhookToJson(webhooks.get(callerOf(request).publicKey, params.publicKey)), {
+      detail: doc({
+        tags: ['webhooks'],
+        summary: 'Your webhook configuration',
+        parameters: key,
+        responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)'), ...errorResponses(401, 403, 404, 409) },
+      }),
+    })
+    .delete(
+      '/v1/agents/:publicKey/webhook',
+      ({ request, params, set }) => {
+        webhooks.delete(callerOf(request).publicKey, params.publicKey)
+        set.status = 204
+        return null
+      },
+      {
+        detail: doc({
+          tags: ['webhooks'],
+          summary: 'Remove your webhook; pending deliveries are cancelled',
+          parameters: key,
+          responses: { 204: { description: 'Removed' }, ...errorResponses(401, 403, 404, 409) },
+        }),
+      },
+    )
+}
