@@ -29,3 +29,28 @@ export function hasCanonicalScalar(signature: Uint8Array): boolean {
   for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(signature[i])
   return s < L
 }
+
+/**
+ * Encodings of the eight small-order points of edwards25519 (and their non-canonical twins), top bit of
+ * the last byte cleared, as libsodium lists them. A public key or signature R among them lets a forged
+ * signature verify for a fraction of messages without any private key, so they are refused.
+ */
+const SMALL_ORDER: number[][] = [
+  new Array(32).fill(0), // 0 (order 4)
+  [1, ...new Array(31).fill(0)], // 1 (order 1)
+  [0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0,
+    0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05], // order 8
+  [0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f,
+    0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a], // order 8
+  [0xec, ...new Array(30).fill(0xff), 0x7f], // p - 1 (order 2)
+  [0xed, ...new Array(30).fill(0xff), 0x7f], // p, non-canonical 0 (order 4)
+  [0xee, ...new Array(30).fill(0xff), 0x7f], // p + 1, non-canonical 1 (order 1)
+]
+
+/** True when 32 bytes encode a small-order point (either sign). */
+export function isSmallOrderPoint(bytes: Uint8Array): boolean {
+  return SMALL_ORDER.some((point) => {
+    for (let i = 0; i < 31; i++) if (bytes[i] !== point[i]) return false
+    return (bytes[31] & 0x7f) === point[31]
+  })
+}

@@ -6,11 +6,10 @@
  * first busy turn (several signatures waiting at once), so an idle relay runs one thread. Without a
  * worker (disabled, not yet needed, or failed) verification runs inline with the same function.
  */
-import { hasCanonicalScalar } from './keys.ts'
-import { verifyEd25519 } from './verify.ts'
+import { passesPrechecks, verifyEd25519 } from './verify.ts'
 
-// Inline source: the compiled executable needs no extra entry point. The scalar check (S < L) runs on
-// the main thread before an item is queued; the worker does the curve arithmetic.
+// Inline source: the compiled executable needs no extra entry point. The prechecks (canonical S, no
+// small-order points) run on the main thread before an item is queued; the worker does the curve arithmetic.
 const WORKER_SOURCE = `
 import { createPublicKey, verify } from 'node:crypto'
 const SPKI = Buffer.from('302a300506032b6570032100', 'hex')
@@ -78,7 +77,7 @@ export class VerifyPool {
 
   /** True when the signature over `message` verifies under `publicKey` (RFC 8032, canonical S only). */
   verify(publicKey: Uint8Array, message: string, signature: Uint8Array): Promise<boolean> {
-    if (publicKey.length !== 32 || signature.length !== 64 || !hasCanonicalScalar(signature)) return Promise.resolve(false)
+    if (!passesPrechecks(publicKey, signature)) return Promise.resolve(false)
     if (!this.worker && !this.allowWorker) return Promise.resolve(verifyEd25519(publicKey, message, signature))
     return new Promise((resolve) => {
       this.queue.push({ key: publicKey, sig: signature, msg: encoder.encode(message), resolve })

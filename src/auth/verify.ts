@@ -3,13 +3,27 @@
  * the pure-JS implementation on this hardware (bench/verify.ts prints both).
  */
 import { createPublicKey, verify } from 'node:crypto'
-import { hasCanonicalScalar } from './keys.ts'
+import { hasCanonicalScalar, isSmallOrderPoint } from './keys.ts'
 
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex')
 
-/** Verifies a signature over a UTF-8 message. Rejects non-canonical S explicitly (RFC 8032 §5.1.7). */
+/**
+ * The checks made before any curve arithmetic: lengths, a canonical S (RFC 8032 §5.1.7), and neither the
+ * public key nor R a small-order point (with one, forged signatures verify for some messages).
+ */
+export function passesPrechecks(publicKey: Uint8Array, signature: Uint8Array): boolean {
+  return (
+    publicKey.length === 32 &&
+    signature.length === 64 &&
+    hasCanonicalScalar(signature) &&
+    !isSmallOrderPoint(publicKey) &&
+    !isSmallOrderPoint(signature.subarray(0, 32))
+  )
+}
+
+/** Verifies a signature over a UTF-8 message, after `passesPrechecks`. */
 export function verifyEd25519(publicKey: Uint8Array, message: string | Uint8Array, signature: Uint8Array): boolean {
-  if (publicKey.length !== 32 || signature.length !== 64 || !hasCanonicalScalar(signature)) return false
+  if (!passesPrechecks(publicKey, signature)) return false
   try {
     const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' })
     return verify(null, typeof message === 'string' ? Buffer.from(message) : message, key, signature)

@@ -66,3 +66,45 @@ describe('non-canonical signatures', () => {
     expect(decodeBase64Url('AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8')?.length).toBe(32)
   })
 })
+
+describe('small-order points', () => {
+  test('a small-order public key never verifies, whatever the message (forged all-zero signatures)', async () => {
+    const { isSmallOrderPoint } = await import('../../src/auth/keys.ts')
+    const zeroKey = new Uint8Array(32)
+    const zeroSig = new Uint8Array(64)
+    // with the identity-like key and R, the plain equation holds for a fraction of messages
+    let accepted = 0
+    for (let i = 0; i < 256; i++) if (verifyEd25519(zeroKey, `GET\n/v1/x\n2026-11-22T10:00:00.${String(i).padStart(3, '0')}Z\nh`, zeroSig)) accepted++
+    expect(accepted).toBe(0)
+    expect(isSmallOrderPoint(zeroKey)).toBe(true)
+    const one = new Uint8Array(32)
+    one[0] = 1
+    expect(isSmallOrderPoint(one)).toBe(true)
+    const signBit = new Uint8Array(one)
+    signBit[31] = 0x80
+    expect(isSmallOrderPoint(signBit)).toBe(true)
+  })
+
+  test('real keys are not small order', () => {
+    for (const v of vectors.requests) {
+      const keys = keyPairFromSeed(Buffer.from(v.private_seed_hex, 'hex'))
+      expect(verifyEd25519(decodePublicKey(keys.publicKey)!, v.canonical_string, decodeSignature(v.signature)!)).toBe(true)
+    }
+  })
+
+  test('the all-zero key cannot authenticate over HTTP (steps 1–3 → 401 invalid_signature)', async () => {
+    const { startTestRelay, BASE_URL } = await import('../support/harness.ts')
+    const t = await startTestRelay()
+    try {
+      const key = 'A'.repeat(43)
+      for (let i = 0; i < 64; i++) {
+        const ts = new Date(t.clock.now() + i).toISOString()
+        const res = await t.handle(new Request(`${BASE_URL}/v1/agents/${key}`, { headers: { 'X-M2M-Public-Key': key, 'X-M2M-Timestamp': ts, 'X-M2M-Signature': 'A'.repeat(86) } }))
+        expect(res.status).toBe(401)
+      }
+      expect(t.relay.repos.agents.find(key)).toBeUndefined()
+    } finally {
+      await t.close()
+    }
+  })
+})
