@@ -54,3 +54,13 @@ export function isSmallOrderPoint(bytes: Uint8Array): boolean {
     return (bytes[31] & 0x7f) === point[31]
   })
 }
+
+/**
+ * RFC 8032 §5.1.3: a point encodes y < p = 2^255 − 19. The 19 encodings of y in [p, 2^255) (either
+ * sign bit) are non-canonical aliases and must fail to decode.
+ */
+export function isCanonicalPointEncoding(bytes: Uint8Array): boolean {
+  if ((bytes[31] & 0x7f) !== 0x7f) return true
+  for (let i = 30; i >= 1; i--) if (bytes[i] !== 0xff) return true
+  return bytes[0] < 0xed
+}

@@ -3,19 +3,22 @@
  * the pure-JS implementation on this hardware (bench/verify.ts prints both).
  */
 import { createPublicKey, verify } from 'node:crypto'
-import { hasCanonicalScalar, isSmallOrderPoint } from './keys.ts'
+import { hasCanonicalScalar, isCanonicalPointEncoding, isSmallOrderPoint } from './keys.ts'
 
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex')
 
 /**
- * The checks made before any curve arithmetic: lengths, a canonical S (RFC 8032 §5.1.7), and neither the
- * public key nor R a small-order point (with one, forged signatures verify for some messages).
+ * The checks made before any curve arithmetic: lengths, a canonical S (RFC 8032 §5.1.7), canonical
+ * encodings of the public key and R (§5.1.3), and neither a small-order point (with one, forged signatures
+ * verify for some messages).
  */
 export function passesPrechecks(publicKey: Uint8Array, signature: Uint8Array): boolean {
   return (
     publicKey.length === 32 &&
     signature.length === 64 &&
     hasCanonicalScalar(signature) &&
+    isCanonicalPointEncoding(publicKey) &&
+    isCanonicalPointEncoding(signature.subarray(0, 32)) &&
     !isSmallOrderPoint(publicKey) &&
     !isSmallOrderPoint(signature.subarray(0, 32))
   )

@@ -108,3 +108,26 @@ describe('small-order points', () => {
     }
   })
 })
+
+describe('non-canonical point encodings', () => {
+  test('y ≥ p is refused for the key and for R; the largest canonical y is not', async () => {
+    const { isCanonicalPointEncoding } = await import('../../src/auth/keys.ts')
+    const enc = (first: number, signBit = false) => {
+      const b = new Uint8Array(32).fill(0xff)
+      b[0] = first
+      b[31] = signBit ? 0xff : 0x7f
+      return b
+    }
+    for (let first = 0xed; first <= 0xff; first++) {
+      expect(isCanonicalPointEncoding(enc(first))).toBe(false)
+      expect(isCanonicalPointEncoding(enc(first, true))).toBe(false)
+    }
+    expect(isCanonicalPointEncoding(enc(0xec))).toBe(true) // p − 1
+    const v = vectors.requests[0]
+    const sig = decodeSignature(v.signature)!
+    const badR = new Uint8Array(sig)
+    badR.set(enc(0xf0), 0)
+    expect(verifyEd25519(decodePublicKey(v.public_key)!, v.canonical_string, badR)).toBe(false)
+    expect(verifyEd25519(enc(0xf0), v.canonical_string, sig)).toBe(false)
+  })
+})
