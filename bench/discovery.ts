@@ -13,16 +13,15 @@
  * signature check, replay cache write, validation, query, JSON), not over a socket. The repository
  * alone (SQL only) is timed too, to separate query cost from pipeline cost.
  */
-import { createPrivateKey, randomBytes, sign as nativeSign } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { bodyHash, canonicalString } from '../src/auth/canonical.ts'
-import { generateKeyPair } from '../src/auth/sign.ts'
 import { withOverrides } from '../src/config/load.ts'
 import { silentLogger } from '../src/lib/logger.ts'
 import { createRelay } from '../src/relay.ts'
 import type { DiscoveryFilter } from '../src/storage/discovery-repo.ts'
+import { nativeAgent } from './lib.ts'
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100_000)
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 400)
@@ -108,15 +107,11 @@ if (existing > 0) {
 }
 
 // --- signed requests, built before timing ---
-const caller = generateKeyPair()
-const privateKey = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), caller.seed]), format: 'der', type: 'pkcs8' })
+const caller = nativeAgent()
 let tsOffset = 0
 function signedGet(pathWithQuery: string): Request {
   const timestamp = new Date(Date.now() + tsOffset++).toISOString()
-  const signature = nativeSign(null, Buffer.from(canonicalString('GET', pathWithQuery, timestamp, bodyHash(undefined))), privateKey).toString('base64url')
-  return new Request(`http://relay.bench${pathWithQuery}`, {
-    headers: { 'X-M2M-Public-Key': caller.publicKey, 'X-M2M-Timestamp': timestamp, 'X-M2M-Signature': signature },
-  })
+  return new Request(`http://relay.bench${pathWithQuery}`, { headers: caller.sign('GET', pathWithQuery, timestamp) })
 }
 
 const qs = (params: [string, string][]) => '?' + new URLSearchParams(params).toString()

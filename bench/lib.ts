@@ -1,12 +1,12 @@
 /** Shared helpers for the benchmark scripts: native signing, running the binary, RSS, percentiles. */
 import { spawn, spawnSync } from 'bun'
-import { createPrivateKey, sign as nativeSign } from 'node:crypto'
+import { createPrivateKey, createPublicKey, randomBytes, sign as nativeSign } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { bodyHash, canonicalString } from '../src/auth/canonical.ts'
-import { generateKeyPair, type KeyPair } from '../src/auth/sign.ts'
+import type { KeyPair } from '../src/auth/sign.ts'
 
 export const ROOT = resolve(import.meta.dir, '..')
 export const BINARY = join(ROOT, 'dist', 'relay')
@@ -21,21 +21,25 @@ export function ensureBinary(): string {
 
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
 
-/** Fast native signer for load generation (the relay's client uses the portable @noble/curves). */
-export function nativeSigner(keys: KeyPair) {
-  const key = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, keys.seed]), format: 'der', type: 'pkcs8' })
-  return (method: string, pathWithQuery: string, timestamp: string, body?: string | Uint8Array) => ({
+/**
+ * A key pair on the runtime's native signer, fast enough to pre-sign tens of thousands of requests
+ * (the relay's client uses the portable @noble/curves). `sign` gives the three request headers,
+ * `signText` a signature of any text (e.g. a WebSocket auth frame).
+ */
+export function nativeAgent(seed: Uint8Array = randomBytes(32)) {
+  const key = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' })
+  const keys: KeyPair = { seed, publicKey: createPublicKey(key).export({ format: 'jwk' }).x as string }
+  const signText = (text: string) => nativeSign(null, Buffer.from(text), key).toString('base64url')
+  const sign = (method: string, pathWithQuery: string, timestamp: string, body?: string | Uint8Array) => ({
     'X-M2M-Public-Key': keys.publicKey,
     'X-M2M-Timestamp': timestamp,
-    'X-M2M-Signature': nativeSign(null, Buffer.from(canonicalString(method, pathWithQuery, timestamp, bodyHash(body))), key).toString('base64url'),
+    'X-M2M-Signature': signText(canonicalString(method, pathWithQuery, timestamp, bodyHash(body))),
   })
+  return { keys, sign, signText }
 }
 
 export function makeAgents(n: number) {
-  return Array.from({ length: n }, () => {
-    const keys = generateKeyPair()
-    return { keys, sign: nativeSigner(keys) }
-  })
+  return Array.from({ length: n }, () => nativeAgent())
 }
 
 export async function freePort(): Promise<number> {

@@ -21,12 +21,12 @@
  *    every request until BENCH_DELIVERIES messages (20,000) are queued; then it answers 204 at once and
  *    the rate of deliveries is measured until all are answered. Goal: ≥ 2,000 per second.
  */
-import { createPrivateKey, createPublicKey, randomBytes, sign as nativeSign, type KeyObject } from 'node:crypto'
 import { spawn, spawnSync } from 'bun'
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BINARY, ensureBinary, fmt, freePort, makeAgents, percentile, rssMiB, runLoad } from './lib.ts'
+import { BINARY, ensureBinary, fmt, freePort, makeAgents, nativeAgent, percentile, rssMiB, runLoad } from './lib.ts'
 
 const quick = process.env.BENCH_QUICK === '1'
 const only = process.env.BENCH_ONLY
@@ -38,18 +38,10 @@ const SOCKETS = num('BENCH_SOCKETS', 10_000, 1_000)
 const HOOKS = num('BENCH_HOOKS', 100, 20)
 const DELIVERIES = num('BENCH_DELIVERIES', 20_000, 2_000)
 
-const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
+type Agent = ReturnType<typeof nativeAgent>
 
-/** A key pair on the native signer: fast enough to authenticate 10,000 sockets. */
-function nativeKeys(): { publicKey: string; key: KeyObject } {
-  const key = createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, randomBytes(32)]), format: 'der', type: 'pkcs8' })
-  const publicKey = createPublicKey(key).export({ format: 'jwk' }).x as string
-  return { publicKey, key }
-}
-
-function authFrame(k: { publicKey: string; key: KeyObject }, timestamp = new Date().toISOString()): string {
-  const signature = nativeSign(null, Buffer.from(`WS\n${timestamp}`), k.key).toString('base64url')
-  return JSON.stringify({ type: 'auth', public_key: k.publicKey, timestamp, signature })
+function authFrame(a: Agent, timestamp = new Date().toISOString()): string {
+  return JSON.stringify({ type: 'auth', public_key: a.keys.publicKey, timestamp, signature: a.signText(`WS\n${timestamp}`) })
 }
 
 /** Starts dist/relay on a temp data directory through `sh` so that its descriptor limit can be raised. */
@@ -83,7 +75,7 @@ async function startRelay(env: Record<string, string>) {
 }
 
 /** Opens and authenticates one socket; resolves once the relay answered ok. */
-function openSocket(url: string, k: { publicKey: string; key: KeyObject }, onMessage?: (data: string) => void): Promise<WebSocket> {
+function openSocket(url: string, k: Agent, onMessage?: (data: string) => void): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url)
     ws.onopen = () => ws.send(authFrame(k))
@@ -102,7 +94,7 @@ function openSocket(url: string, k: { publicKey: string; key: KeyObject }, onMes
 async function latency() {
   const relay = await startRelay({})
   try {
-    const recipients = Array.from({ length: AGENTS }, nativeKeys)
+    const recipients = makeAgents(AGENTS)
     const senders = makeAgents(10)
     const total = RATE * SECONDS
     const issuedAt = new Float64Array(total)
@@ -119,7 +111,7 @@ async function latency() {
     // every request signed before the clock starts; one timestamp is fine, each body differs
     const timestamp = new Date().toISOString()
     const requests = Array.from({ length: total }, (_, i) => {
-      const body = JSON.stringify({ recipient_key: recipients[i % AGENTS].publicKey, body: { seq: i } })
+      const body = JSON.stringify({ recipient_key: recipients[i % AGENTS].keys.publicKey, body: { seq: i } })
       const s = senders[i % senders.length]
       return { body, headers: { ...s.sign('POST', '/v1/messages', timestamp, body), 'content-type': 'application/json' } }
     })
@@ -168,7 +160,7 @@ async function sockets() {
   try {
     await Bun.sleep(200)
     const before = rssMiB(relay.proc.pid)
-    const keys = Array.from({ length: SOCKETS }, nativeKeys)
+    const keys = makeAgents(SOCKETS)
     const open: WebSocket[] = []
     const t0 = performance.now()
     let failed = 0
