@@ -16,7 +16,8 @@ import { installMessages } from './features/messages.ts'
 import { installBlobs } from './features/blobs.ts'
 import { createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
-import { pathWithQuery, stateOf } from './http/request-state.ts'
+import { stateOf } from './http/request-state.ts'
+import { pathOnly, pathStart } from './lib/url.ts'
 import { agentRoutes } from './http/routes/agents.ts'
 import { installDiscovery } from './features/discovery.ts'
 import { installRealtime } from './features/realtime.ts'
@@ -187,7 +188,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
       const request = normalizeHost(incoming)
       // HEAD exists only for blobs (SPEC §6); elsewhere the framework would run the GET handler
       // (a HEAD /v1/messages would mark messages delivered), so it is a wrong method: 404
-      if (request.method === 'HEAD' && !pathWithQuery(request.url).startsWith('/v1/blobs/')) {
+      if (request.method === 'HEAD' && !pathOnly(request.url).startsWith('/v1/blobs/')) {
         return errorResponse(new RelayError('not_found', 'No such route'), newRequestId())
       }
       const response = await app.handle(request)
@@ -214,10 +215,9 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
    * which the signature covers, are unchanged.
    */
   function normalizeHost(request: Request): Request {
-    const url = request.url
-    const slash = url.indexOf('/', url.indexOf('//') + 2)
+    const slash = pathStart(request.url)
     if (slash < 0 || slash >= 11) return request
-    return new Request('http://relay.invalid' + url.slice(slash), request)
+    return new Request('http://relay.invalid' + request.url.slice(slash), request)
   }
 
   let server: Server<any> | undefined

@@ -7,6 +7,7 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { RelayError, type ErrorCode } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
+import { pathOnly } from '../lib/url.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Authenticator } from '../services/authenticator.ts'
 import type { RelayEvents } from '../services/events.ts'
@@ -111,10 +112,7 @@ export class SocketHub {
    */
   upgrade(request: Request, server: Server<SocketData>): true | RelayError | null {
     if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return null
-    const url = request.url
-    const start = url.indexOf('/', url.indexOf('//') + 2)
-    const end = url.indexOf('?', start)
-    if ((end < 0 ? url.slice(start) : url.slice(start, end)) !== WS_PATH) return null
+    if (pathOnly(request.url) !== WS_PATH) return null
     if (this.closing) return new RelayError('service_unavailable', 'The relay is stopping')
     if (server.upgrade(request, { data: { conn: null } })) return true
     return new RelayError('bad_request', 'Invalid WebSocket handshake')

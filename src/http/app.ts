@@ -13,7 +13,8 @@ import type { Authenticator } from '../services/authenticator.ts'
 import type { AgentRow } from '../storage/agents-repo.ts'
 import { readRawBody } from './body.ts'
 import { errorResponse, logUnexpected, toRelayError } from './errors.ts'
-import { PARSE_FAILED, pathWithQuery, setState, stateOf, type RequestState } from './request-state.ts'
+import { pathWithQuery } from '../lib/url.ts'
+import { PARSE_FAILED, setState, stateOf, type RequestState } from './request-state.ts'
 
 /** Whole-request limit for JSON endpoints (SPEC §4.3, §12). Blob uploads stream instead. */
 export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
@@ -50,10 +51,6 @@ export function callerOf(request: Request): AgentRow {
   const agent = stateOf(request)?.agent
   if (!agent) throw new RelayError('unauthorized', 'Authentication required')
   return agent
-}
-
-export function requestIdOf(request: Request): string {
-  return stateOf(request)?.requestId ?? 'req_unknown'
 }
 
 export function createApp(deps: AppDeps) {

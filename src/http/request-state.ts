@@ -26,11 +26,3 @@ const states = new WeakMap<Request, RequestState>()
 
 export const stateOf = (request: Request): RequestState | undefined => states.get(request)
 export const setState = (request: Request, state: RequestState): void => void states.set(request, state)
-
-/** The request target exactly as sent: path plus query, from the absolute URL Bun hands us. */
-export function pathWithQuery(url: string): string {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  if (start < 0) return '/'
-  const hash = url.indexOf('#', start)
-  return hash < 0 ? url.slice(start) : url.slice(start, hash)
-}

@@ -53,16 +53,11 @@ export class Authenticator {
     private readonly toleranceMs: number,
   ) {}
 
-  /** Steps 1–5 for an HTTP request; `bodyHash` is over the raw body bytes. */
-  authenticateRequest(input: SignedInput, method: string, pathWithQuery: string, bodyHash: string): Promise<AgentRow> {
-    const pre = this.checkHeaders(input)
-    return this.finish(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
-  }
-
   /**
-   * Steps 1–5 without waiting for the replay entry to be written: the caller proceeds at once and must
-   * await `committed` before it answers. Writes the handler queues on the same group commit land in the
-   * same transaction (or a later one), so a request never pays two commits.
+   * Steps 1–5 for an HTTP request (`bodyHash` over the raw body bytes), without waiting for the replay
+   * entry to be written: the caller proceeds at once and must await `committed` before it answers.
+   * Writes the handler queues on the same group commit land in the same transaction (or a later one),
+   * so a request never pays two commits.
    */
   authenticateRequestDeferred(
     input: SignedInput,

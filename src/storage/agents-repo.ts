@@ -1,4 +1,4 @@
-import { eq, gt } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Db } from './db.ts'
 import { agents } from './schema.ts'
 
@@ -102,16 +102,6 @@ export class AgentsRepo {
   /** Agents changed after `since` (ms), e.g. by `relay admin` in another process. */
   changedSince(since: number): { publicKey: string; status: AgentRow['status']; updatedAt: number }[] {
     return this.changed.all(since)
-  }
-
-  list(opts: { limit: number; after?: string }): AgentRow[] {
-    return this.db
-      .select()
-      .from(agents)
-      .where(opts.after ? gt(agents.publicKey, opts.after) : undefined)
-      .orderBy(agents.publicKey)
-      .limit(opts.limit)
-      .all()
   }
 }
 

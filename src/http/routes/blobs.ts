@@ -17,7 +17,8 @@ import { callerOf, markStreamedBody } from '../app.ts'
 import { doc, errorResponses, jsonResponse, pathParam } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 import { parseRange } from '../range.ts'
-import { pathWithQuery, stateOf } from '../request-state.ts'
+import { pathWithQuery } from '../../lib/url.ts'
+import { stateOf } from '../request-state.ts'
 
 const storageHeaders = {
   'X-M2M-Storage-Used': { schema: { type: 'integer' }, description: 'bytes of your unexpired blobs, this one included' },
