@@ -2,7 +2,8 @@
  * Turning discovery query text into safe search inputs (SPEC §3): FTS5 expressions that user input can
  * never break, LIKE patterns with literal wildcards, and the opaque page cursor.
  */
-import { decodeBase64Url, encodeBase64Url } from '../lib/base64url.ts'
+import { PUBLIC_KEY_PATTERN } from '../auth/keys.ts'
+import { decodePosition, encodePosition } from '../lib/cursor.ts'
 import type { DiscoveryPosition } from '../storage/discovery-repo.ts'
 
 /** What `q` becomes: the FTS5 expression, or `none` when no word holds anything searchable. */
@@ -33,22 +34,15 @@ export function substringLike(name: string): string {
   return `%${name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 }
 
-const CURSOR_TEXT = /^([0-9]{1,15})\.([A-Za-z0-9_-]{43})$/
-
 /** The opaque cursor of a page's last entry. */
 export function encodeCursor(pos: DiscoveryPosition): string {
-  return encodeBase64Url(new TextEncoder().encode(`${pos.lastActiveAt}.${pos.publicKey}`))
+  return encodePosition(pos.lastActiveAt, pos.publicKey)
 }
 
 /** The position a cursor names, or null when it is not one this relay issued. */
 export function decodeCursor(cursor: string): DiscoveryPosition | null {
-  if (cursor.length > 128) return null
-  const bytes = decodeBase64Url(cursor)
-  if (!bytes) return null
-  const m = CURSOR_TEXT.exec(new TextDecoder().decode(bytes))
-  if (!m) return null
-  const lastActiveAt = Number(m[1])
-  return Number.isSafeInteger(lastActiveAt) ? { lastActiveAt, publicKey: m[2] } : null
+  const pos = decodePosition(cursor, PUBLIC_KEY_PATTERN)
+  return pos && { lastActiveAt: pos.n, publicKey: pos.id }
 }
 
 /** A strict decimal integer in [min, max], or null. */

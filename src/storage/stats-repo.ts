@@ -1,3 +1,5 @@
+import { PUBLIC_KEY_PATTERN } from '../auth/keys.ts'
+import { decodePosition, encodePosition } from '../lib/cursor.ts'
 import type { Database } from 'bun:sqlite'
 import { statSync } from 'node:fs'
 
@@ -134,10 +136,10 @@ export class StatsRepo {
     let afterCreated = -1
     let afterKey = ''
     if (opts.after) {
-      const m = /^(\d+)\.([A-Za-z0-9_-]+)$/.exec(Buffer.from(opts.after, 'base64url').toString())
-      if (!m) throw new Error('invalid cursor')
-      afterCreated = Number(m[1])
-      afterKey = m[2]
+      const pos = decodePosition(opts.after, PUBLIC_KEY_PATTERN)
+      if (!pos) throw new Error('invalid cursor')
+      afterCreated = pos.n
+      afterKey = pos.id
     }
     const rows = this.client
       .query<Record<string, any>, [number, number, string, string | null, string | null, number]>(
@@ -168,7 +170,7 @@ export class StatsRepo {
         return entry
       }),
       has_more: hasMore,
-      next_cursor: hasMore && last ? Buffer.from(`${last.created_at}.${last.public_key}`).toString('base64url') : null,
+      next_cursor: hasMore && last ? encodePosition(last.created_at, last.public_key) : null,
     }
   }
 }
