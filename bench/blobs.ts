@@ -22,11 +22,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generateKeyPair, signRequest } from '../src/auth/sign.ts'
-import { ensureBinary, fmt, rssMiB, startRelayBinary } from './lib.ts'
+import { QUICK, ensureBinary, fmt, rssMiB, startRelayBinary } from './lib.ts'
 
-const quick = process.env.BENCH_QUICK === '1'
-const SIZE = Number(process.env.BENCH_SIZE_MIB ?? (quick ? 20 : 100)) * 1024 * 1024
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (quick ? 2 : 3))
+const SIZE = Number(process.env.BENCH_SIZE_MIB ?? (QUICK ? 20 : 100)) * 1024 * 1024
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 2 : 3))
 const MB = 1e6
 
 ensureBinary()

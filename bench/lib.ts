@@ -107,3 +107,9 @@ export async function runLoad(total: number, concurrency: number, makeRequest: (
 }
 
 export const fmt = (n: number, digits = 2) => n.toFixed(digits)
+
+/** BENCH_QUICK=1 runs a script at small sizes. */
+export const QUICK = process.env.BENCH_QUICK === '1'
+
+/** A size from the environment, else the full or quick default. */
+export const benchSize = (name: string, full: number, small: number): number => Number(process.env[name] ?? (QUICK ? small : full))

@@ -29,16 +29,15 @@ import { newMessageId } from '../src/lib/ids.ts'
 import { silentLogger } from '../src/lib/logger.ts'
 import { createRelay } from '../src/relay.ts'
 import { openDatabase } from '../src/storage/db.ts'
+import { QUICK, benchSize, freePort, percentile, runLoad } from './lib.ts'
 
-const quick = process.env.BENCH_QUICK === '1'
-const env = (name: string, full: number, small: number) => Number(process.env[name] ?? (quick ? small : full))
-const SENDERS = env('BENCH_SENDERS', 1000, 1000)
-const SENDS = env('BENCH_SENDS', 20_000, 5_000)
-const CONCURRENCY = env('BENCH_CONCURRENCY', 64, 64)
-const MESSAGES = env('BENCH_MESSAGES', 1_000_000, 50_000)
-const AGENTS = env('BENCH_AGENTS', 10_000, 1_000)
-const POLLS = env('BENCH_POLLS', 2_000, 300)
-const SWEEP = env('BENCH_SWEEP', 100_000, 20_000)
+const SENDERS = benchSize('BENCH_SENDERS', 1000, 1000)
+const SENDS = benchSize('BENCH_SENDS', 20_000, 5_000)
+const CONCURRENCY = benchSize('BENCH_CONCURRENCY', 64, 64)
+const MESSAGES = benchSize('BENCH_MESSAGES', 1_000_000, 50_000)
+const AGENTS = benchSize('BENCH_AGENTS', 10_000, 1_000)
+const POLLS = benchSize('BENCH_POLLS', 2_000, 300)
+const SWEEP = benchSize('BENCH_SWEEP', 100_000, 20_000)
 
 const repoRoot = join(import.meta.dir, '..')
 
@@ -50,13 +49,6 @@ function keys(n: number, salt: number): KeyPair[] {
     new DataView(seed.buffer).setUint32(4, salt)
     return keyPairFromSeed(seed)
   })
-}
-
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = s.port as number
-  await s.stop(true)
-  return port
 }
 
 async function startServer(dataDir: string): Promise<{ proc: Subprocess; base: string }> {
@@ -91,26 +83,11 @@ function signedRequest(base: string, k: KeyPair, method: string, path: string, b
 
 /** Runs requests with `concurrency` in flight; returns elapsed ms and per-request latencies. */
 async function fire(requests: Request[], concurrency: number, expectStatus: number) {
-  let next = 0
-  let failures = 0
-  const latencies: number[] = []
-  const t0 = performance.now()
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < requests.length) {
-        const req = requests[next++]
-        const s = performance.now()
-        const res = await fetch(req)
-        await res.arrayBuffer()
-        latencies.push(performance.now() - s)
-        if (res.status !== expectStatus) failures++
-      }
-    }),
-  )
-  return { elapsedMs: performance.now() - t0, latencies, failures }
+  const r = await runLoad(requests.length, concurrency, (i) => fetch(requests[i]))
+  return { elapsedMs: r.elapsed, latencies: r.latencies, failures: requests.length - (r.statuses[expectStatus] ?? 0) }
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+const pct = percentile
 const ms = (n: number) => `${n.toFixed(2)} ms`
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`
 const fileSize = (p: string) => {
@@ -270,7 +247,7 @@ async function benchSweep() {
   }
 }
 
-console.log(`bench/messages.ts${quick ? ' (quick sizes)' : ''} — bun ${Bun.version}, ${navigator.hardwareConcurrency} cores`)
+console.log(`bench/messages.ts${QUICK ? ' (QUICK sizes)' : ''} — bun ${Bun.version}, ${navigator.hardwareConcurrency} cores`)
 const only = process.env.BENCH_ONLY
 if (!only || only === 'send') await benchSend()
 if (!only || only === 'poll') await benchPoll()

@@ -26,17 +26,15 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BINARY, ensureBinary, fmt, freePort, makeAgents, nativeAgent, percentile, rssMiB, runLoad } from './lib.ts'
+import { BINARY, QUICK, benchSize, ensureBinary, fmt, freePort, makeAgents, nativeAgent, percentile, rssMiB, runLoad } from './lib.ts'
 
-const quick = process.env.BENCH_QUICK === '1'
 const only = process.env.BENCH_ONLY
-const num = (name: string, full: number, small: number) => Number(process.env[name] ?? (quick ? small : full))
-const AGENTS = num('BENCH_AGENTS', 100, 100)
-const RATE = num('BENCH_RATE', 1000, 1000)
-const SECONDS = num('BENCH_SECONDS', 10, 2)
-const SOCKETS = num('BENCH_SOCKETS', 10_000, 1_000)
-const HOOKS = num('BENCH_HOOKS', 100, 20)
-const DELIVERIES = num('BENCH_DELIVERIES', 20_000, 2_000)
+const AGENTS = benchSize('BENCH_AGENTS', 100, 100)
+const RATE = benchSize('BENCH_RATE', 1000, 1000)
+const SECONDS = benchSize('BENCH_SECONDS', 10, 2)
+const SOCKETS = benchSize('BENCH_SOCKETS', 10_000, 1_000)
+const HOOKS = benchSize('BENCH_HOOKS', 100, 20)
+const DELIVERIES = benchSize('BENCH_DELIVERIES', 20_000, 2_000)
 
 type Agent = ReturnType<typeof nativeAgent>
 
@@ -228,7 +226,7 @@ async function webhooks() {
 }
 
 ensureBinary()
-console.log(`realtime bench${quick ? ' (quick)' : ''}: bun ${Bun.version}, dist/relay`)
+console.log(`realtime bench${QUICK ? ' (QUICK)' : ''}: bun ${Bun.version}, dist/relay`)
 if (!only || only === 'latency') await latency()
 if (!only || only === 'sockets') await sockets()
 if (!only || only === 'webhooks') await webhooks()
