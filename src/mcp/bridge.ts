@@ -1,0 +1,134 @@
+/**
+ * The relay as one agent sees it, for the MCP tools and resources: a signing client, the pending
+ * inbox kept by the WebSocket, and the local side of files (uploads from a path, downloads to a path).
+ * Shared by every MCP session of one `relay mcp` process; the key never leaves it.
+ */
+import { mkdir, stat } from 'node:fs/promises'
+import { homedir } from 'node:os'
+import { basename, dirname, join, resolve } from 'node:path'
+import { guessContentType } from '../cli/commands/transfer.ts'
+import { RelayClient, type AttachmentInput, type BlobJson, type DownloadedFile, type FetchLike, type KeyPair, type MessageJson } from '../client/index.ts'
+import { PendingInbox, type InboxOptions } from './inbox.ts'
+
+export interface BridgeOptions {
+  relayUrl: string
+  keys: KeyPair
+  /** Where downloads go when no path is given. */
+  downloadDir: string
+  /** Relative paths in tool arguments are resolved against it. */
+  cwd: string
+  inbox?: InboxOptions
+  fetch?: FetchLike
+  /** Wall clock for signatures and expiry (tests pass the relay's fake clock). */
+  now?: () => number
+}
+
+/** An attachment as a tool takes it: a blob id, a local path, or an object saying which. */
+export type AttachmentSpec =
+  | string
+  | { blob_id?: string; path?: string; filename?: string; content_type?: string; encrypted?: boolean; dek_enc?: string; dek_ct?: string }
+
+export interface SentAttachment {
+  blob_id: string
+  filename?: string
+  uploaded_from?: string
+  size?: number
+  sha256?: string
+}
+
+const BLOB_ID = /^blob_[A-Za-z0-9_-]{1,59}$/
+/** How long a read waits for the socket's first backlog before it asks the relay directly. */
+const SYNC_WAIT_MS = 3000
+
+export class Bridge {
+  readonly client: RelayClient
+  readonly inbox: PendingInbox
+  readonly relayUrl: string
+
+  constructor(readonly opts: BridgeOptions) {
+    this.relayUrl = opts.relayUrl.replace(/\/+$/, '')
+    this.client = new RelayClient({ baseUrl: this.relayUrl, keys: opts.keys, fetch: opts.fetch, now: opts.now })
+    this.inbox = new PendingInbox(this.client, { now: opts.now, ...opts.inbox })
+  }
+
+  get publicKey(): string {
+    return this.client.publicKey
+  }
+
+  start(): void {
+    this.inbox.start()
+  }
+
+  close(): Promise<void> {
+    return this.inbox.close()
+  }
+
+  /**
+   * A message this agent sent or received, leaving its status alone where possible: a pending one comes
+   * from the inbox. Reading one addressed to this agent from the relay marks it delivered, so that only
+   * happens for a message the socket has not pushed — one this agent sent, or one already delivered.
+   */
+  async readMessage(messageId: string): Promise<MessageJson> {
+    const held = this.inbox.get(messageId)
+    if (held) return held
+    if (await this.inbox.whenSynced(SYNC_WAIT_MS)) {
+      const late = this.inbox.get(messageId)
+      if (late) return late
+    }
+    return this.client.getMessage(messageId)
+  }
+
+  /** A path from a tool argument: `~` is the home directory, a relative path is relative to the bridge's directory. */
+  resolvePath(path: string): string {
+    if (path === '~' || path.startsWith('~/')) return join(homedir(), path.slice(1))
+    return resolve(this.opts.cwd, path)
+  }
+
+  /** Uploads a local file; the signature covers its SHA-256, so it is read twice, never held in memory. */
+  async upload(path: string, contentType?: string): Promise<BlobJson & { path: string }> {
+    const file = this.resolvePath(path)
+    let info
+    try {
+      info = await stat(file)
+    } catch (err) {
+      throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`)
+    }
+    if (!info.isFile()) throw new Error(`${file} is not a regular file`)
+    const blob = await this.client.uploadBlob(file, { contentType: contentType ?? guessContentType(file) })
+    return { ...blob, path: file }
+  }
+
+  /**
+   * Downloads a blob to `path` (a file, or a directory to put it in; default: the download directory),
+   * checked against its SHA-256 before it is renamed into place.
+   */
+  async download(blobId: string, path: string | undefined, overwrite = false): Promise<DownloadedFile> {
+    let target = path === undefined ? join(this.opts.downloadDir, blobId) : this.resolvePath(path)
+    const existing = await stat(target).catch(() => null)
+    if (existing?.isDirectory()) target = join(target, blobId)
+    else if (existing && !overwrite) throw new Error(`${target} already exists: give another path, or overwrite: true`)
+    await mkdir(dirname(target), { recursive: true })
+    return this.client.downloadToFile(blobId, target, { overwrite })
+  }
+
+  /** Attachments for a send: blob ids as they are, local files uploaded first (named after the file). */
+  async attachments(specs: AttachmentSpec[]): Promise<{ input: AttachmentInput[]; sent: SentAttachment[] }> {
+    const input: AttachmentInput[] = []
+    const sent: SentAttachment[] = []
+    for (const spec of specs) {
+      const s = typeof spec === 'string' ? (BLOB_ID.test(spec) ? { blob_id: spec } : { path: spec }) : spec
+      if ((s.blob_id === undefined) === (s.path === undefined)) throw new Error('each attachment needs exactly one of blob_id and path')
+      const { path, content_type, ...rest } = s
+      if (path !== undefined) {
+        const blob = await this.upload(path, content_type)
+        const filename = rest.filename ?? basename(blob.path)
+        input.push({ ...rest, blob_id: blob.blob_id, filename })
+        sent.push({ blob_id: blob.blob_id, filename, uploaded_from: blob.path, size: blob.size, sha256: blob.hash })
+      } else {
+        input.push({ ...rest, blob_id: s.blob_id as string })
+        sent.push({ blob_id: s.blob_id as string, filename: rest.filename })
+      }
+    }
+    return { input, sent }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * `relay mcp --http HOST:PORT`: the bridge as a Streamable HTTP MCP endpoint at http://HOST:PORT/mcp,
+ * one MCP session per client over the one shared bridge. Whoever reaches it acts as this agent, so it
+ * listens on loopback unless told otherwise, and it protects against DNS rebinding: a request whose Host
+ * (or, from a browser, Origin) is not one of the allowed names is refused before it reaches MCP.
+ */
+import { randomUUID } from 'node:crypto'
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import type { Bridge } from './bridge.ts'
+import { createMcpServer } from './server.ts'
+
+export const MCP_PATH = '/mcp'
+
+export interface HttpOptions {
+  host: string
+  port: number
+  /** Host names accepted besides localhost, 127.0.0.1, [::1] and the listen address. */
+  allowedHosts?: string[]
+  /** Origins accepted besides http://localhost:PORT, http://127.0.0.1:PORT, http://[::1]:PORT and the listen address. */
+  allowedOrigins?: string[]
+  log?: (line: string) => void
+}
+
+export interface RunningHttp {
+  url: string
+  port: number
+  stop(): Promise<void>
+}
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]']
+
+/** The host name of a Host header or URL authority, lower-cased, IPv6 in brackets, without the port. */
+export function hostnameOf(authority: string): string {
+  const a = authority.trim().toLowerCase()
+  if (a.startsWith('[')) return a.slice(0, a.indexOf(']') + 1)
+  const colon = a.indexOf(':')
+  return colon < 0 ? a : a.slice(0, colon)
+}
+
+const bracket = (host: string) => (host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
+
+function refuse(status: number, message: string): Response {
+  // the shape of a JSON-RPC error, as MCP clients expect from the endpoint
+  return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status })
+}
+
+interface Session {
+  transport: WebStandardStreamableHTTPServerTransport
+  dispose: () => void
+}
+
+export async function serveHttp(bridge: Bridge, opts: HttpOptions): Promise<RunningHttp> {
+  const log = opts.log ?? (() => {})
+  const sessions = new Map<string, Session>()
+  const host = bracket(opts.host.toLowerCase())
+  const hosts = new Set([...LOOPBACK_NAMES, host, ...(opts.allowedHosts ?? []).map((h) => bracket(hostnameOf(h)))])
+  let origins = new Set<string>()
+
+  const open = async (req: Request): Promise<Response> => {
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, session)
+        log(`MCP session ${id} opened`)
+      },
+      onsessionclosed: (id) => {
+        sessions.delete(id)
+        log(`MCP session ${id} closed`)
+      },
+    })
+    const { server, dispose } = createMcpServer(bridge)
+    const session: Session = { transport, dispose }
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId)
+      dispose()
+    }
+    await server.connect(transport)
+    const res = await transport.handleRequest(req)
+    // anything but an initialize request is refused by the transport: nothing to keep
+    if (!transport.sessionId) await server.close()
+    return res
+  }
+
+  const server = Bun.serve({
+    hostname: opts.host,
+    port: opts.port,
+    // SSE streams stay open (server-to-client notifications, relay_wait); the SDK sends keep-alives
+    idleTimeout: 0,
+    async fetch(req) {
+      const hostHeader = req.headers.get('host') ?? ''
+      if (!hosts.has(hostnameOf(hostHeader))) return refuse(403, `Forbidden: Host "${hostHeader}" is not allowed (relay mcp --allowed-host NAME)`)
+      const origin = req.headers.get('origin')
+      if (origin !== null && !origins.has(origin.toLowerCase())) return refuse(403, `Forbidden: Origin "${origin}" is not allowed (relay mcp --allowed-origin ORIGIN)`)
+      const path = new URL(req.url).pathname
+      if (path !== MCP_PATH) return refuse(404, `Not found: the MCP endpoint is ${MCP_PATH}`)
+      const id = req.headers.get('mcp-session-id')
+      if (id !== null) {
+        const session = sessions.get(id)
+        if (!session) return refuse(404, 'Session not found: start a new session with initialize')
+        return session.transport.handleRequest(req)
+      }
+      if (req.method !== 'POST') return refuse(400, 'Bad request: no Mcp-Session-Id header')
+      return open(req)
+    },
+  })
+  const port = server.port as number
+  origins = new Set(
+    [...[...hosts].filter((h) => LOOPBACK_NAMES.includes(h) || h === host).map((h) => `http://${h}:${port}`), ...(opts.allowedOrigins ?? [])].map((o) =>
+      o.toLowerCase().replace(/\/+$/, ''),
+    ),
+  )
+  const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}${MCP_PATH}`
+  return {
+    url,
+    port,
+    async stop() {
+      for (const s of [...sessions.values()]) await s.transport.close().catch(() => {})
+      sessions.clear()
+      await server.stop(true)
+    },
+  }
+}

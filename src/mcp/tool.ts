@@ -1,0 +1,66 @@
+/**
+ * How every bridge tool is declared and answers: an input and an output schema, annotations, and a
+ * handler that returns the structured result. A success carries it as structuredContent and as JSON
+ * text; a failure is a result with isError — the relay's code and message when the relay refused, the
+ * relay's URL when it could not be reached — never a protocol error or a stack trace.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
+import { z } from 'zod'
+import { NotARelayError, RelayApiError, RelayConnectionError } from '../client/index.ts'
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>
+
+/** Reads the relay and changes nothing. */
+export const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false }
+/** Changes something on the relay that can be changed back or done again. */
+export const WRITES: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }
+/** Reaches another agent: it cannot be taken back. */
+export const SENDS: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true }
+/** Deletes or blocks. */
+export const DESTROYS: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
+
+export interface ToolSpec<I extends z.ZodRawShape, O extends z.ZodRawShape> {
+  title: string
+  description: string
+  input: I
+  output: O
+  annotations: ToolAnnotations
+  run: (args: z.output<z.ZodObject<I>>, extra: ToolExtra) => Promise<z.output<z.ZodObject<O>>>
+}
+
+export function defineTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(server: McpServer, name: string, spec: ToolSpec<I, O>): void {
+  const handler = async (args: unknown, extra: ToolExtra): Promise<CallToolResult> => {
+    try {
+      return success((await spec.run(args as z.output<z.ZodObject<I>>, extra)) as Record<string, unknown>)
+    } catch (err) {
+      return failure(err)
+    }
+  }
+  server.registerTool(
+    name,
+    { title: spec.title, description: spec.description, inputSchema: spec.input, outputSchema: spec.output, annotations: { title: spec.title, ...spec.annotations } },
+    handler as never,
+  )
+}
+
+export function success(structured: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(structured, null, 2) }], structuredContent: structured }
+}
+
+/** The text of a failed call, for a model to read and act on. */
+export function describeError(err: unknown): string {
+  if (err instanceof RelayApiError) {
+    let text = `The relay refused the request: ${err.code}: ${err.message}`
+    if (err.status) text += ` (HTTP ${err.status}${err.requestId ? `, request ${err.requestId}` : ''})`
+    if (err.details !== null && err.details !== undefined) text += `\ndetails: ${JSON.stringify(err.details)}`
+    return text
+  }
+  if (err instanceof RelayConnectionError || err instanceof NotARelayError) return err.message
+  return `Error: ${(err as Error)?.message ?? String(err)}`
+}
+
+export function failure(err: unknown): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: describeError(err) }] }
+}

@@ -1,0 +1,51 @@
+/** The README's MCP section cannot drift: its host configuration starts a working bridge, its table names every tool. */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { readFileSync, rmSync } from 'node:fs'
+import { basename } from 'node:path'
+import { relayBinary, startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
+import { tempDir } from '../support/harness.ts'
+import { README_PATH, snippet } from '../support/readme.ts'
+import { TOOLS, newAgent } from './helpers.ts'
+
+const readme = readFileSync(README_PATH, 'utf8')
+let relay: RunningRelay
+let dir: string
+beforeAll(async () => {
+  relay = await startBinary(tempDataDir())
+  dir = tempDir('relay-mcp-readme-')
+})
+afterAll(async () => {
+  await relay?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+test('the host configuration snippet starts a bridge that answers (command, args, env as written)', async () => {
+  const config = JSON.parse(snippet(readme, 'mcp-config'))
+  const server = config.mcpServers.relay
+  expect(basename(server.command)).toBe('relay')
+  expect(server.args).toEqual(['mcp'])
+  expect(Object.keys(server.env).sort()).toEqual(['RELAY_KEY_FILE', 'RELAY_URL'])
+  const agent = newAgent(dir, 'readme')
+  // the same entry with this machine's binary, relay and key in place of the examples
+  const transport = new StdioClientTransport({
+    command: await relayBinary(),
+    args: server.args,
+    env: { PATH: process.env.PATH ?? '', RELAY_URL: relay.url, RELAY_KEY_FILE: agent.keyFile },
+    stderr: 'pipe',
+  })
+  const client = new Client({ name: 'readme-host', version: '1.0.0' })
+  await client.connect(transport)
+  try {
+    const whoami = (await client.callTool({ name: 'relay_whoami', arguments: {} })) as unknown as { structuredContent: { public_key: string } }
+    expect(whoami.structuredContent.public_key).toBe(agent.keys.publicKey)
+  } finally {
+    await client.close()
+  }
+})
+
+test('the tool table names every tool', () => {
+  const section = readme.slice(readme.indexOf('## MCP'), readme.indexOf('## Client library'))
+  for (const name of TOOLS) expect([name, section.includes(`\`${name}\``)]).toEqual([name, true])
+})
