@@ -78,7 +78,7 @@ describe('upload and download', () => {
   test('errors: an unknown blob, a missing --out, a missing file', async () => {
     const r = await cli(['download', 'blob_' + '0'.repeat(24), '-o', 'never.bin'])
     expect(r.code).toBe(1)
-    expect(r.stderr).toMatch(/^error: .+ \(code blob_not_found, request req_\S+\)\n$/)
+    expect(r.stderr).toMatch(/^relay: error: .+ \(code blob_not_found, request req_\S+\)\n$/)
     expect(existsSync(join(dir, 'never.bin'))).toBe(false)
     expect(readdirSync(dir).filter((n) => n.startsWith('never.bin'))).toEqual([])
     expect((await cli(['download', 'blob_' + '0'.repeat(24)])).code).toBe(2)

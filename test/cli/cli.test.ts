@@ -7,26 +7,19 @@ import { generateKeyPair } from '../../src/auth/sign.ts'
 import { CLIENT_COMMANDS } from '../../src/cli/commands/index.ts'
 import { tempDir } from '../support/harness.ts'
 import { BINARY, buildBinary, freePort, startBinary, type RunningBinary } from '../support/binary.ts'
-import { captureIo, runCli } from '../support/cli.ts'
+import { captureIo, runCli, startCliRelay, type CliRelay } from '../support/cli.ts'
 import { runClientCommand } from '../../src/cli/client-cli.ts'
 
 let dir: string
 let relay: RunningBinary
 let me: string
 let cli: (args: string[], env?: Record<string, string>) => ReturnType<typeof runCli>
+let fixture: CliRelay
 beforeAll(async () => {
-  await buildBinary()
-  dir = tempDir('relay-cli-')
-  relay = await startBinary({ cwd: dir, dataDir: join(dir, 'data') })
-  const k = await runCli(['keygen', '--out', 'agent.key'], { cwd: dir })
-  me = k.stdout.trim()
-  cli = (args, env = {}) => runCli([...args, '--relay', relay.url, '--key', 'agent.key'], { cwd: dir, env })
-})
-afterAll(async () => {
-  relay.proc.kill('SIGTERM')
-  await relay.proc.exited
-  rmSync(dir, { recursive: true, force: true })
-})
+  fixture = await startCliRelay('relay-cli-')
+  ;({ dir, relay, me, cli } = fixture)
+}, 120_000)
+afterAll(() => fixture.close())
 
 describe('whoami and profile', () => {
   test('whoami prints the key, then the profile; --json prints one document', async () => {
@@ -92,7 +85,7 @@ describe('errors', () => {
     const r = await cli(['profile', 'get', other])
     expect(r.code).toBe(1)
     expect(r.stdout).toBe('')
-    const m = /^error: (.+) \(code agent_not_found, request (req_[A-Za-z0-9_-]+)\)\n$/.exec(r.stderr)
+    const m = /^relay: error: (.+) \(code agent_not_found, request (req_[A-Za-z0-9_-]+)\)\n$/.exec(r.stderr)
     expect(m).not.toBeNull()
     // the same id is in the relay's log line for that request
     await Bun.sleep(20)
@@ -108,24 +101,24 @@ describe('errors', () => {
   test('a validation error shows its details', async () => {
     const r = await cli(['profile', 'set', '--name', 'x'.repeat(300)])
     expect(r.code).toBe(1)
-    expect(r.stderr).toMatch(/^error: .+ \(code bad_request, request req_\S+\)\n  details: \{.*display_name.*\}\n$/)
+    expect(r.stderr).toMatch(/^relay: error: .+ \(code bad_request, request req_\S+\)\n  details: \{.*display_name.*\}\n$/)
   })
 
   test('a missing key file and an unreachable relay are explained', async () => {
     const noKey = await runCli(['whoami', '--relay', relay.url, '--key', 'none.key'], { cwd: dir })
     expect(noKey.code).toBe(1)
-    expect(noKey.stderr).toContain(`error: no key file at ${join(dir, 'none.key')} (create one with "relay keygen`)
+    expect(noKey.stderr).toContain(`relay: error: no key file at ${join(dir, 'none.key')} (create one with "relay keygen`)
     const port = await freePort()
     const down = await runCli(['whoami', '--relay', `http://127.0.0.1:${port}`, '--key', 'agent.key'], { cwd: dir })
     expect(down.code).toBe(1)
-    expect(down.stderr).toStartWith(`error: cannot reach the relay at http://127.0.0.1:${port}`)
+    expect(down.stderr).toStartWith(`relay: error: cannot reach the relay at http://127.0.0.1:${port}`)
   })
 
   test('usage errors exit 2 and point at --help', async () => {
     const r = await cli(['profile', 'set'])
     expect(r.code).toBe(2)
     expect(r.stderr).toBe(
-      'usage error: nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities\n' +
+      'relay: error: nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities\n' +
         'usage: relay profile set [flags] (see relay profile set --help)\n',
     )
     expect(r.stdout).toBe('')
@@ -135,7 +128,7 @@ describe('errors', () => {
       const io = captureIo(dir)
       const code = await runClientCommand([...args, '--key', 'agent.key'], io)
       expect([args.join(' '), code]).toEqual([args.join(' '), 2])
-      expect(io.err()).toStartWith('usage error: ')
+      expect(io.err()).toStartWith('relay: error: ')
       expect(io.out()).toBe('')
     }
   })

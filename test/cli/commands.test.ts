@@ -1,6 +1,6 @@
 /**
  * The message, ACL and discovery commands through the built binary, against a stub relay that checks
- * each signature and answers with the shapes of SPEC §3–§5: the exact requests sent and the output.
+ * each signature and answers with the shapes of docs/protocol.md §3–§5: the exact requests sent and the output.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Server } from 'bun'
@@ -116,7 +116,7 @@ describe('message commands', () => {
   test('an unknown message shows the code and request id', async () => {
     const r = await cli('get', 'msg_1_000000000000')
     expect(r.code).toBe(1)
-    expect(r.stderr).toBe('error: Message not found (code message_not_found, request req_stub000001)\n')
+    expect(r.stderr).toBe('relay: error: Message not found (code message_not_found, request req_stub000001)\n')
   })
 
   test('thread shows one page and how to continue; --all follows every cursor', async () => {
@@ -133,7 +133,7 @@ describe('message commands', () => {
 })
 
 describe('acl, discover, capabilities', () => {
-  test('acl list, get, set and delete send the SPEC §5 requests', async () => {
+  test('acl list, get, set and delete send the docs/protocol.md §5 requests', async () => {
     seen.length = 0
     const list = await cli('acl', 'list', '--type', 'block')
     expect(list.stdout).toMatch(new RegExp(`^PEER\\s+TYPE\\s+CREATED\\n${peer}\\s+block\\s+2026-11-22T10:00:00.000Z\\n$`))
