@@ -2,6 +2,6 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'sqlite',
-  schema: './src/storage/schema.ts',
-  out: './migrations',
+  schema: './src/storage/sqlite/schema.ts',
+  out: './migrations/sqlite',
 })

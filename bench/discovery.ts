@@ -1,5 +1,5 @@
 /**
- * Discovery figures (SPEC §3): p50/p99 of GET /v1/discover by one tag, three tags, `q` (two words),
+ * Discovery figures (docs/protocol.md §3): p50/p99 of GET /v1/discover by one tag, three tags, `q` (two words),
  * `name`, and of GET /v1/capabilities, over a database of public agents with 1–5 capabilities each.
  *
  *   bun bench/discovery.ts            (BENCH_AGENTS=100000 BENCH_ITERATIONS=400 BENCH_SEED=42)
@@ -20,7 +20,7 @@ import { join } from 'node:path'
 import { withOverrides } from '../src/config/load.ts'
 import { silentLogger } from '../src/lib/logger.ts'
 import { createRelay } from '../src/relay.ts'
-import type { DiscoveryFilter } from '../src/storage/discovery-repo.ts'
+import type { DiscoveryFilter } from '../src/services/models/records.ts'
 import { nativeAgent } from './lib.ts'
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100_000)
@@ -59,7 +59,7 @@ interface Seeded {
 const keepDir = process.env.BENCH_DATA_DIR
 const dataDir = keepDir ?? mkdtempSync(join(tmpdir(), 'relay-bench-discovery-'))
 const relay = createRelay(withOverrides({ dataDir, port: 0, logLevel: 'error' }), { logger: silentLogger })
-const db = relay.db.$client
+const db = relay.sqlite!
 const now = Date.now()
 
 // --- seed ---
@@ -161,8 +161,8 @@ for (const [label, make] of Object.entries(shapes)) {
 
 // the SQL alone, through the repository
 console.log(`\nrepository only (SQL, ${ITERATIONS} runs per shape, ms):`)
-const repo = relay.features.discovery.repo
-const base: DiscoveryFilter = { tags: [], match: null, nameLike: null, activeSince: null, after: null, limit: 21 }
+const repo = relay.storage.discovery
+const base: DiscoveryFilter = { tags: [], words: [], nameContains: null, activeSince: null, after: null, limit: 21 }
 const service = relay.features.discovery.discovery
 for (const [label, make] of Object.entries(shapes)) {
   const times: number[] = []
@@ -171,10 +171,10 @@ for (const [label, make] of Object.entries(shapes)) {
     const raw: Record<string, string | string[]> = {}
     for (const [k, v] of params) raw[k] = k === 'tag' ? [...((raw[k] as string[]) ?? []), v] : v
     const t0 = performance.now()
-    if (label.startsWith('capabilities')) repo.catalog({ prefix: (raw.prefix as string) ?? '', limit: 1000 })
+    if (label.startsWith('capabilities')) await repo.catalog({ prefix: (raw.prefix as string) ?? '', limit: 1000 })
     else {
       const filter = service.parseDiscover(raw)
-      if (filter !== 'empty') repo.search({ ...base, ...filter, limit: 21 })
+      if (filter !== 'empty') await repo.search({ ...base, ...filter, limit: 21 })
     }
     times.push(performance.now() - t0)
   }

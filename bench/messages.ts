@@ -28,7 +28,7 @@ import { systemClock } from '../src/lib/clock.ts'
 import { newMessageId } from '../src/lib/ids.ts'
 import { silentLogger } from '../src/lib/logger.ts'
 import { createRelay } from '../src/relay.ts'
-import { openDatabase } from '../src/storage/db.ts'
+import { openDatabase } from '../src/storage/sqlite/database.ts'
 import { QUICK, benchSize, freePort, percentile, runLoad } from './lib.ts'
 
 const SENDERS = benchSize('BENCH_SENDERS', 1000, 1000)
@@ -133,8 +133,7 @@ const INSERT_MESSAGE = `INSERT INTO messages (message_id, sender_key, recipient_
 
 /** Bulk insert of `count` messages spread over `agents`, in transactions of 50k rows. */
 function seedMessages(dbPath: string, agents: KeyPair[], count: number, opts: { expired?: boolean } = {}) {
-  const db = openDatabase(dbPath)
-  const c = db.$client
+  const c = openDatabase(dbPath)
   const now = Date.now()
   const insertAgent = c.prepare(`INSERT OR IGNORE INTO agents (public_key, created_at, updated_at, last_active_at) VALUES (?, ?, ?, ?)`)
   const insert = c.prepare(INSERT_MESSAGE)

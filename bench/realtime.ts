@@ -1,5 +1,5 @@
 /**
- * Real-time delivery benchmark (SPEC §8, §9): prints figures, asserts nothing.
+ * Real-time delivery benchmark (docs/protocol.md §8, §9): prints figures, asserts nothing.
  *
  *   bun bench/realtime.ts                          # full size (about a minute)
  *   BENCH_QUICK=1 bun bench/realtime.ts            # small sizes, a few seconds

@@ -1,4 +1,4 @@
-/** The one error class and the one code → HTTP status table (SPEC §11). */
+/** The one error class and the one code → HTTP status table (docs/protocol.md §11). */
 
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -12,10 +12,12 @@ export const ERROR_STATUS = {
   agent_not_found: 404,
   message_not_found: 404,
   blob_not_found: 404,
+  /** A request body that did not arrive within the configured time (RFC 9110 §15.5.9); not in the table of docs/protocol.md §11. */
+  request_timeout: 408,
   replay_detected: 409,
   blob_referenced: 409,
   payload_too_large: 413,
-  /** Blob downloads only: a Range that selects no byte (RFC 9110 §15.5.17); not in SPEC §11's table. */
+  /** Blob downloads only: a Range that selects no byte (RFC 9110 §15.5.17); not in docs/protocol.md §11's table. */
   range_not_satisfiable: 416,
   unprocessable_entity: 422,
   rate_limit_exceeded: 429,

@@ -15,8 +15,10 @@ import type { MetricsRegistry } from './metrics/registry.ts'
 import { installMessages } from './features/messages.ts'
 import { installBlobs } from './features/blobs.ts'
 import { createApp } from './http/app.ts'
+import { requestGuards } from './http/request-guards.ts'
 import { errorResponse } from './http/errors.ts'
 import { stateOf } from './http/request-state.ts'
+import { PreAuthBudget, clientAddress, parseAddressList, setClientAddress } from './http/preauth.ts'
 import { pathOnly, pathStart } from './lib/url.ts'
 import { agentRoutes } from './http/routes/agents.ts'
 import { installDiscovery } from './features/discovery.ts'
@@ -26,35 +28,37 @@ import { healthRoutes } from './http/routes/health.ts'
 import { Scheduler } from './jobs/scheduler.ts'
 import { AgentsService } from './services/agents.ts'
 import { Authenticator } from './services/authenticator.ts'
-import { RelayEvents } from './services/events.ts'
+import { AdmissionService } from './services/admission.ts'
 import { HealthService } from './services/health.ts'
-import { deleteAgentData } from './storage/agent-cleanup.ts'
-import { AgentsRepo } from './storage/agents-repo.ts'
-import { Checkpointer } from './storage/checkpointer.ts'
-import { openDatabase, type Db } from './storage/db.ts'
-import { ReplayCache } from './auth/replay-cache.ts'
+import type { BlobStore, ConnectionRegistry, Signals, Storage } from './services/ports.ts'
 import { VerifyPool } from './auth/verify-pool.ts'
-import { GroupCommit } from './storage/group-commit.ts'
-import { ReplayRepo } from './storage/replay-repo.ts'
+import { openStorage, openStorageAsync, type OpenedStorage } from './storage/open-storage.ts'
+import { openBlobStore } from './blobs/open-blob-store.ts'
 import { VERSION } from './version.ts'
 
 export interface FeatureContext {
   config: Config
   clock: Clock
   logger: Logger
-  db: Db
+  /** Every stored thing, behind the ports the services own (SQLite by default). */
+  storage: Storage
+  /** Committed messages and gone agents, to this relay's channels (and other instances in a cluster). */
+  signals: Signals
+  /** WebSockets per agent over every instance. */
+  connections: ConnectionRegistry
   paths: ReturnType<typeof dataPaths>
-  events: RelayEvents
   scheduler: Scheduler
   health: HealthService
   agents: AgentsService
+  /** Operator admission: allowlist, agent cap, new-agent rate (relay admin allow/revoke act on it). */
+  admission: AdmissionService
   authenticator: Authenticator
-  /** Group commit for writes that many requests can share (replay cache, activity). */
-  writes: GroupCommit
+  /** What unauthenticated requests and sockets may cost: rate per address, memory held. */
+  preauth: PreAuthBudget
   fetch: typeof fetch
   /** Counters, gauges and histograms for GET /metrics; names in src/metrics/catalog.ts. */
   metrics: MetricsRegistry
-  /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before the DB closes. */
+  /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before storage closes. */
   onStop: (() => void | Promise<void>)[]
 }
 
@@ -63,9 +67,27 @@ export interface RelayDeps {
   logger?: Logger
   /** Outbound HTTP for webhooks; tests may record or redirect it. */
   fetch?: typeof fetch
+  /** Storage opened beforehand (openRelay does it; needed for PostgreSQL); else the SQLite file. */
+  opened?: OpenedStorage
+  /** The blob store opened beforehand (openRelay checks it); else the one the config names. */
+  blobStore?: BlobStore
 }
 
-/** How often a running relay looks for operator suspensions made by `relay admin` (SPEC §13: within 1 s). */
+/**
+ * Opens what a relay needs that takes a round trip — the PostgreSQL database (migrated), the blob
+ * bucket (checked) — then builds the relay. Each fails with one line naming what is unreachable.
+ */
+export async function openRelay(config: Config, deps: RelayDeps = {}): Promise<Relay> {
+  const clock = deps.clock ?? systemClock
+  const logger = deps.logger ?? createLogger(config.logLevel)
+  const paths = prepareDataDir(config.dataDir)
+  const blobStore = deps.blobStore ?? openBlobStore(config, paths, clock)
+  await blobStore.check()
+  const opened = deps.opened ?? (await openStorageAsync(config, paths, logger, clock))
+  return createRelay(config, { ...deps, clock, logger, opened, blobStore })
+}
+
+/** How often a running relay looks for operator suspensions made by `relay admin` (docs/protocol.md §13: within 1 s). */
 const SUSPENSION_POLL_MS = 250
 /** Replay entries removed per prune run, so one run never holds the database for long. */
 const REPLAY_PRUNE_BATCH = 5000
@@ -91,73 +113,77 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const logger = deps.logger ?? createLogger(config.logLevel)
   const startedAt = performance.now()
   const paths = prepareDataDir(config.dataDir)
-  const db: Db = openDatabase(paths.database)
-  const checkpointer = new Checkpointer(db.$client, paths.database, logger).start()
-  const events = new RelayEvents((err) => logger.error('event listener failed', { error: String(err) }))
+  const { storage, signals, connections, sqlite } = deps.opened ?? openStorage(config, paths, logger, clock)
+  const blobStore = deps.blobStore ?? openBlobStore(config, paths, clock)
 
-  const agentsRepo = new AgentsRepo(db)
-  const replayRepo = new ReplayRepo(db)
-  const writes = new GroupCommit(db.$client, (err) => logger.error('background write failed', { error: String(err) }))
-  const replayCache = new ReplayCache(replayRepo, writes, clock.now())
   const verifier = new VerifyPool(config.verifyOnWorker, (error) =>
     logger.warn('signature worker failed; verifying on the main thread', { error }),
   )
-  const authenticator = new Authenticator(agentsRepo, replayCache, verifier, writes, clock, config.timestampToleranceMs)
-  const agents = new AgentsService(db, agentsRepo, clock, events)
-  agents.onDelete((key, now) => deleteAgentData(db.$client, key, now))
-  events.on('agentGone', ({ publicKey }) => authenticator.forget(publicKey))
+  const admission = new AdmissionService(storage, clock, {
+    mode: config.admission.mode,
+    maxAgents: config.admission.maxAgents,
+    newAgentsPerHour: config.rateLimits.newAgentsPerHour,
+  })
+  const authenticator = new Authenticator({
+    admission,
+    agents: storage.agents,
+    replay: storage.replay,
+    verifier,
+    clock,
+    toleranceMs: config.timestampToleranceMs,
+    onBackgroundError: (err) => logger.warn('last-active update failed', { error: String(err) }),
+  })
+  const exemptAddresses = parseAddressList(config.rateLimits.addressExempt)
+  const preauth = new PreAuthBudget({ ...config.preauth, addressPerMin: config.rateLimits.addressPerMin }, clock)
+  const agents = new AgentsService(storage, clock, signals)
+  signals.onAgentGone((publicKey) => authenticator.forget(publicKey))
 
   const metrics = createMetrics(logger)
   const scheduler = new Scheduler(clock, logger, metrics.onJobRun)
-  scheduler.add('prune-replay-cache', config.sweepIntervalMs, (now) => ({ removed: replayCache.prune(now, REPLAY_PRUNE_BATCH) }))
+  scheduler.add('prune-replay-cache', config.sweepIntervalMs, async (now) => ({ removed: await storage.replay.prune(now, REPLAY_PRUNE_BATCH) }))
 
-  // operator changes written by another process (relay admin) reach the running relay here
+  // operator changes written by another process (relay admin) or instance reach this relay here
   let changesSeen = clock.now()
-  const watchSuspensions = () => {
-    for (const row of agentsRepo.changedSince(changesSeen)) {
-      changesSeen = Math.max(changesSeen, row.updatedAt)
-      agentsRepo.invalidate(row.publicKey)
-      if (row.status === 'suspended') events.emit('agentGone', { publicKey: row.publicKey, reason: 'suspended' })
+  let watching = false
+  const watchSuspensions = async () => {
+    if (watching) return
+    watching = true
+    try {
+      await admission.refresh()
+      for (const row of await storage.agents.changedSince(changesSeen)) {
+        changesSeen = Math.max(changesSeen, row.updatedAt)
+        storage.agents.invalidate(row.publicKey)
+        if (row.status === 'suspended') signals.agentGone(row.publicKey, 'suspended')
+      }
+    } catch (err) {
+      logger.warn('reading operator changes failed', { error: String(err) })
+    } finally {
+      watching = false
     }
   }
 
   const health = new HealthService(clock, VERSION, startedAt)
-  health.component('database', () => {
-    const t0 = performance.now()
-    db.$client.query('SELECT 1').get()
-    return { status: 'ok', latency_ms: Math.round((performance.now() - t0) * 1000) / 1000, checkpoints: checkpointer.report() }
-  })
+  health.component('database', () => storage.health())
   health.component('jobs', () => ({ status: scheduler.hasFailures() ? 'degraded' : 'ok', ...scheduler.report() }))
-  health.readyCheck('database', () => {
-    db.$client.run(`INSERT INTO relay_state (key, value) VALUES ('ready_probe', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, [String(clock.now())])
-    return null
-  })
-  health.readyCheck('blob_store', () => {
-    for (const dir of [paths.tmp, paths.blobs]) {
-      const probe = join(dir, `.ready-${process.pid}`)
-      try {
-        writeFileSync(probe, 'ok')
-        rmSync(probe)
-      } catch (err) {
-        return `blob directory not writable: ${(err as Error).message}`
-      }
-    }
-    return null
-  })
+  health.component('preauth', () => ({ status: 'ok', held_bytes: preauth.heldBytes, limit_bytes: config.preauth.memoryBytes }))
+  health.readyCheck('database', () => storage.ready())
+  health.readyCheck('blob_store', () => blobStore.ready())
 
   /** What every feature module receives to build its repositories, services, routes and jobs. */
   const ctx: FeatureContext = {
     config,
     clock,
     logger,
-    db,
+    storage,
+    signals,
+    connections,
     paths,
-    events,
     scheduler,
     health,
     agents,
+    admission,
     authenticator,
-    writes,
+    preauth,
     fetch: deps.fetch ?? fetch,
     metrics: metrics.registry,
     onStop: [],
@@ -168,11 +194,12 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     discovery: installDiscovery(ctx),
     metrics: installMetrics(ctx),
     messages,
-    blobs: installBlobs(ctx, { messages: messages.messages }),
+    blobs: installBlobs(ctx, { messages: messages.messages, store: blobStore }),
     realtime: installRealtime(ctx, messages),
   }
 
-  const app = createApp({ config, clock, logger, authenticator, onRequestDone: metrics.onRequestDone })
+  const app = createApp({ config, clock, logger, authenticator, preauth, onRequestDone: metrics.onRequestDone })
+    .use(requestGuards({ limiter: messages.rateLimiter, clock }))
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))
     .use(agentRoutes(agents))
@@ -182,11 +209,16 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(features.blobs.routes)
     .use(features.realtime.routes)
 
-  /** One entry point for every HTTP request: Bun.serve and in-process tests both call it. */
-  async function handle(incoming: Request): Promise<Response> {
+  /**
+   * One entry point for every HTTP request: Bun.serve and in-process tests both call it. `address` is
+   * the client address for per-address limits; in-process callers have none.
+   */
+  async function handle(incoming: Request, address: string | null = null): Promise<Response> {
+    let request = incoming
     try {
-      const request = normalizeHost(incoming)
-      // HEAD exists only for blobs (SPEC §6); elsewhere the framework would run the GET handler
+      request = normalizeHost(incoming)
+      setClientAddress(request, address)
+      // HEAD exists only for blobs (docs/protocol.md §6); elsewhere the framework would run the GET handler
       // (a HEAD /v1/messages would mark messages delivered), so it is a wrong method: 404
       if (request.method === 'HEAD' && !pathOnly(request.url).startsWith('/v1/blobs/')) {
         return errorResponse(new RelayError('not_found', 'No such route'), newRequestId())
@@ -197,15 +229,21 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
         try {
           await replayCommitted
         } catch (err) {
-          // the signature could not be recorded: the request may not count as answered
-          logger.error('replay cache write failed', { error: String(err) })
-          return errorResponse(new RelayError('service_unavailable', 'Storage is unavailable; retry later'), stateOf(request)?.requestId ?? newRequestId())
+          // the signature could not be recorded: the request may not count as answered (a locked database
+          // or a full disk says so in its own error; anything else is storage failing)
+          const known = err instanceof RelayError && (err.status === 503 || err.status === 507)
+          if (!known) logger.error('replay cache write failed', { error: String(err) })
+          const answer = known ? (err as RelayError) : new RelayError('service_unavailable', 'Storage is unavailable; retry later', null, { 'Retry-After': '5' })
+          return errorResponse(answer, stateOf(request)?.requestId ?? newRequestId())
         }
       }
       return response
     } catch (err) {
       logger.error('request escaped the pipeline', { error: String(err), stack: (err as Error)?.stack })
       return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
+    } finally {
+      // whatever ended the request, its body no longer counts as unauthenticated
+      stateOf(request)?.hold?.release()
     }
   }
 
@@ -215,6 +253,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
    * which the signature covers, are unchanged.
    */
   function normalizeHost(request: Request): Request {
+    // HTTP/1.0 without a Host header (HAProxy's default health check): the runtime gives the bare path
+    if (request.url.startsWith('/')) return new Request('http://relay.invalid' + request.url, request)
     const slash = pathStart(request.url)
     if (slash < 0 || slash >= 11) return request
     return new Request('http://relay.invalid' + request.url.slice(slash), request)
@@ -227,13 +267,15 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     server = Bun.serve({
       hostname: config.host,
       port: config.port,
-      // every route caps its own body and answers 413 in the SPEC envelope (JSON: 2 MiB, blobs: the
+      // every route caps its own body and answers 413 in the error envelope (JSON: 2 MiB, blobs: the
       // blob limit); Bun's own cap would answer a bare 413 first, so it is set out of the way
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       // WebSocket handshakes on /v1/ws go to the socket hub; everything else to the HTTP pipeline
       fetch: (request, srv) => {
+        const address = clientAddress(request, srv.requestIP(request)?.address, config.trustProxy, exemptAddresses)
+        setClientAddress(request, address)
         const ws = features.realtime.upgrade(request, srv)
-        return ws === null ? handle(request) : ws
+        return ws === null ? handle(request, address) : ws
       },
       websocket: features.realtime.websocket,
       error: (err) => {
@@ -258,15 +300,9 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     if (server) await server.stop(false)
     await scheduler.stop()
     for (const step of ctx.onStop) await step()
-    writes.flush()
-    await checkpointer.stop()
     verifier.stop()
-    try {
-      db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
-    } catch (err) {
-      logger.warn('WAL checkpoint failed', { error: String(err) })
-    }
-    db.$client.close()
+    await signals.close()
+    await storage.close()
   }
 
   return {
@@ -274,7 +310,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     ctx,
     features,
     services: { agents, authenticator },
-    repos: { agents: agentsRepo, replay: replayRepo },
+    /** The SQLite writer connection when storage is SQLite: for tests and tools, never for rules. */
+    sqlite,
     app,
     handle,
     start,

@@ -1,4 +1,4 @@
-/** Ed25519 key handling in the encodings of SPEC §1. */
+/** Ed25519 key handling in the encodings of docs/protocol.md §1. */
 import { decodeBase64Url } from '../lib/base64url.ts'
 
 export const PUBLIC_KEY_PATTERN = /^[A-Za-z0-9_-]{43}$/

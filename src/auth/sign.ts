@@ -32,7 +32,7 @@ export interface SignedHeaders {
   'X-M2M-Signature': string
 }
 
-/** The three headers of SPEC §1.1 for one request. `pathWithQuery` must be exactly what is sent. */
+/** The three X-M2M-* headers of a signed request (docs/protocol.md, "Signing"). `pathWithQuery` must be exactly what is sent. */
 export function signRequest(
   keys: KeyPair,
   method: string,
@@ -48,7 +48,7 @@ export function signRequest(
   }
 }
 
-/** The WebSocket auth frame of SPEC §8. */
+/** The WebSocket auth frame: its signature covers `WS\n` + timestamp. */
 export function signWsAuth(keys: KeyPair, timestamp: string = new Date().toISOString()) {
   return {
     type: 'auth' as const,

@@ -1,19 +1,23 @@
 import { isPublicKey } from '../auth/keys.ts'
 import { loadConfig } from '../config/load.ts'
 import { systemClock } from '../lib/clock.ts'
+import { silentLogger } from '../lib/logger.ts'
+import type { Storage } from '../services/ports.ts'
+import { openStorage } from '../storage/open-storage.ts'
 import { prepareDataDir } from '../relay.ts'
-import { AgentsRepo } from '../storage/agents-repo.ts'
-import { openDatabase, type Db } from '../storage/db.ts'
-import { StatsRepo } from '../storage/stats-repo.ts'
+import type { Database } from 'bun:sqlite'
+import { AgentCache, SqliteAgentStore } from '../storage/sqlite/agents-store.ts'
+import { openDatabase } from '../storage/sqlite/database.ts'
+import { StatsRepo } from '../storage/sqlite/stats-repo.ts'
 import { UsageError } from './args.ts'
 import { openExistingDataDir } from './data-dir.ts'
 import { fields, humanBytes, table } from './format.ts'
 
-export const ADMIN_FLAGS = ['reason', 'data-dir', 'config', 'status', 'limit', 'cursor']
+export const ADMIN_FLAGS = ['reason', 'data-dir', 'config', 'status', 'limit', 'cursor', 'note']
 export const ADMIN_BOOLEANS = ['json']
 
 /** Opens the relay database the way `serve` finds it (--data-dir, RELAY_DATA_DIR, config). */
-export async function openDataDir(flags: Record<string, string>): Promise<Db> {
+export async function openDataDir(flags: Record<string, string>): Promise<Database> {
   const config = await loadConfig({ flags })
   return openDatabase(prepareDataDir(config.dataDir).database)
 }
@@ -23,21 +27,21 @@ type Action = (args: string[], flags: Record<string, string>) => Promise<void>
 const print = (text: string): void => void process.stdout.write(text)
 const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2) + '\n')
 
-/** `relay admin suspend KEY [--reason TEXT]` / `relay admin unsuspend KEY` (SPEC §2.3). */
+/** `relay admin suspend KEY [--reason TEXT]` / `relay admin unsuspend KEY` (docs/protocol.md §2.3). */
 async function suspension(action: 'suspend' | 'unsuspend', key: string | undefined, flags: Record<string, string>): Promise<void> {
   if (!isPublicKey(key)) throw new UsageError(`${action} needs a public key (43 base64url characters)`)
   const db = await openDataDir(flags)
   try {
-    const repo = new AgentsRepo(db)
+    const store = new SqliteAgentStore(db, new AgentCache())
     if (action === 'suspend') {
-      repo.suspend(key, flags.reason ?? null, systemClock.now())
+      await store.suspend(key, flags.reason ?? null, systemClock.now())
       print(`suspended ${key}\n`)
     } else {
-      if (!repo.unsuspend(key, systemClock.now())) throw new Error(`no agent ${key}`)
+      if (!(await store.unsuspend(key, systemClock.now()))) throw new Error(`no agent ${key}`)
       print(`unsuspended ${key}\n`)
     }
   } finally {
-    db.$client.close()
+    db.close()
   }
 }
 
@@ -89,7 +93,47 @@ async function agents(_args: string[], flags: Record<string, string>): Promise<v
   }
 }
 
+/** The relay's storage as a command beside it sees it (found like `serve` finds it). */
+async function withStorage<T>(flags: Record<string, string>, run: (storage: Storage) => Promise<T>): Promise<T> {
+  const config = await loadConfig({ flags })
+  const { storage, signals } = openStorage(config, prepareDataDir(config.dataDir), silentLogger, systemClock, { tool: true })
+  try {
+    return await run(storage)
+  } finally {
+    await signals.close()
+    await storage.close()
+  }
+}
+
+/**
+ * `relay admin allow KEY [--note TEXT]`, `relay admin revoke KEY`, `relay admin allowed [--json]`:
+ * the allowlist of RELAY_ADMISSION=allowlist. A running relay applies changes within a second.
+ */
+async function allowlist(action: 'allow' | 'revoke', key: string | undefined, flags: Record<string, string>): Promise<void> {
+  if (!isPublicKey(key)) throw new UsageError(`${action} needs a public key (43 base64url characters)`)
+  await withStorage(flags, async (storage) => {
+    if (action === 'allow') {
+      const added = await storage.admission.allow(key, flags.note ?? null, systemClock.now())
+      print(added ? `allowed ${key}\n` : `${key} was already allowed\n`)
+    } else {
+      if (!(await storage.admission.revoke(key))) throw new Error(`${key} is not on the allowlist`)
+      print(`revoked ${key}\n`)
+    }
+  })
+}
+
+async function allowed(_args: string[], flags: Record<string, string>): Promise<void> {
+  const entries = await withStorage(flags, (storage) => storage.admission.list())
+  const json = entries.map((e) => ({ public_key: e.publicKey, note: e.note, created_at: new Date(e.createdAt).toISOString() }))
+  if (flags.json === 'true') return printJson({ allowed: json })
+  if (json.length === 0) return print('no key is allowed yet (relay admin allow KEY)\n')
+  print(table(['public key', 'allowed since', 'note'], json.map((e) => [e.public_key, e.created_at, e.note ?? ''])))
+}
+
 const ACTIONS: Record<string, Action> = {
+  allow: ([key], flags) => allowlist('allow', key, flags),
+  revoke: ([key], flags) => allowlist('revoke', key, flags),
+  allowed,
   suspend: ([key], flags) => suspension('suspend', key, flags),
   unsuspend: ([key], flags) => suspension('unsuspend', key, flags),
   stats,
@@ -100,6 +144,6 @@ const ACTIONS: Record<string, Action> = {
 export async function admin(positionals: string[], flags: Record<string, string>): Promise<void> {
   const [action, ...rest] = positionals
   const run = ACTIONS[action ?? '']
-  if (!run) throw new UsageError(`unknown admin command "${action ?? ''}" (suspend, unsuspend, stats, agents)`)
+  if (!run) throw new UsageError(`unknown admin command "${action ?? ''}" (suspend, unsuspend, stats, agents, allow, revoke, allowed)`)
   await run(rest, flags)
 }

@@ -10,7 +10,7 @@ export const BACKUP_FLAGS = ['data-dir', 'config']
 export const BACKUP_BOOLEANS = ['json']
 
 /**
- * `relay backup FILE`: a consistent copy of the database while the relay serves (SPEC §13).
+ * `relay backup FILE`: a consistent copy of the database while the relay serves (docs/protocol.md §13).
  *
  * `VACUUM INTO` on a connection of its own reads one snapshot (WAL readers never block the relay's
  * writers) and writes a compact, self-contained database (no -wal file to carry along). The copy is

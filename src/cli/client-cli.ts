@@ -1,14 +1,15 @@
 /**
- * The runner of the agent-side commands (SPEC §13 names the operator ones): global flags with
+ * The runner of the agent-side commands (docs/protocol.md §13 names the operator ones): global flags with
  * environment fallbacks, `--help` for every command, one client per run, and errors that show the
  * relay's code and request id.
  */
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { RelayApiError, RelayClient, decodeKeyFile } from '../client/index.ts'
+import { RelayApiError, RelayClient, decodeKeyFile, type KeyPair } from '../client/index.ts'
 import { UsageError, parseArgs } from './args.ts'
 import type { CommandContext, CommandSpec, FlagSpec } from './commands/command.ts'
 import { CLIENT_COMMANDS } from './commands/index.ts'
+import { errorLine } from './format.ts'
 
 export const DEFAULT_RELAY_URL = 'http://127.0.0.1:8080'
 export const DEFAULT_KEY_FILE = 'relay.key'
@@ -77,11 +78,11 @@ export function clientHelp(words: string[]): string | undefined {
 
 function formatError(err: unknown): string {
   if (err instanceof RelayApiError) {
-    let line = `error: ${err.message} (code ${err.code}, request ${err.requestId ?? 'unknown'})\n`
+    let line = errorLine(`${err.message} (code ${err.code}, request ${err.requestId ?? 'unknown'})`)
     if (err.details !== null && err.details !== undefined) line += `  details: ${JSON.stringify(err.details)}\n`
     return line
   }
-  return `error: ${(err as Error)?.message ?? String(err)}\n`
+  return errorLine((err as Error)?.message ?? String(err))
 }
 
 /** Runs one agent-side command; resolves with the exit code (0 ok, 1 failed, 2 usage). */
@@ -94,7 +95,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
       return 0
     }
     const what = argv.length === 1 ? `"relay ${argv[0]}" needs a subcommand` : `unknown command "relay ${argv.slice(0, 2).join(' ')}"`
-    io.stderr.write(`usage error: ${what}\n${group.length ? groupHelp(group) : ''}`)
+    io.stderr.write(`${errorLine(what)}${group.length ? groupHelp(group) : ''}`)
     return 2
   }
   if (wantsHelp) {
@@ -137,7 +138,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
     return 0
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr.write(`usage error: ${err.message}\nusage: ${usageLine(spec)} (see relay ${spec.name} --help)\n`)
+      io.stderr.write(`${errorLine(err.message)}usage: ${usageLine(spec)} (see relay ${spec.name} --help)\n`)
       return 2
     }
     io.stderr.write(formatError(err))
@@ -146,6 +147,12 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
 }
 
 function makeClient(relayUrl: string, keyFile: string): RelayClient {
+  // the client names the URL when nothing answers (RelayConnectionError) or something else does (NotARelayError)
+  return new RelayClient({ baseUrl: relayUrl, keys: readKeyFile(keyFile) })
+}
+
+/** The key pair in a key file from relay keygen, or an error that says how to get one. */
+export function readKeyFile(keyFile: string): KeyPair {
   let text: string
   try {
     text = readFileSync(keyFile, 'utf8')
@@ -157,21 +164,9 @@ function makeClient(relayUrl: string, keyFile: string): RelayClient {
         : `cannot read key file ${keyFile}: ${(err as Error).message}`,
     )
   }
-  let keys
   try {
-    keys = decodeKeyFile(text)
+    return decodeKeyFile(text)
   } catch (err) {
     throw new Error(`key file ${keyFile}: ${(err as Error).message}`)
   }
-  return new RelayClient({
-    baseUrl: relayUrl,
-    keys,
-    fetch: async (req) => {
-      try {
-        return await fetch(req)
-      } catch (err) {
-        throw new Error(`cannot reach the relay at ${relayUrl}: ${(err as Error).message}`)
-      }
-    },
-  })
 }

@@ -27,3 +27,12 @@ export function fields(entries: [string, unknown][]): string {
   const width = Math.max(0, ...shown.map(([k]) => k.length))
   return shown.map(([k, v]) => `${k.padEnd(width)}  ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n') + '\n'
 }
+
+/**
+ * Every failure the command line reports starts with the same prefix, whatever failed (a flag, the
+ * configuration, the relay's answer), so scripts and people can grep for one thing.
+ */
+export const ERROR_PREFIX = 'relay: error: '
+
+/** One error line (more lines may follow it, indented or as a usage hint). */
+export const errorLine = (message: string): string => `${ERROR_PREFIX}${message}\n`

@@ -1,21 +1,32 @@
 import { loadConfig } from '../config/load.ts'
 import { createLogger } from '../lib/logger.ts'
 import { formatBytes } from '../lib/units.ts'
-import { createRelay } from '../relay.ts'
+import { openRelay } from '../relay.ts'
 import { VERSION } from '../version.ts'
+import { DEFAULT_RELAY_URL } from './client-cli.ts'
 
 export const SERVE_FLAGS = ['port', 'host', 'data-dir', 'config', 'log-level']
+
+/** The URL a client on this machine uses: a wildcard listen address is reached over loopback. */
+export function localUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`
+}
 
 /** `relay serve`: start, log one start-up line, stop gracefully on SIGTERM/SIGINT. */
 export async function serve(flags: Record<string, string>): Promise<void> {
   const config = await loadConfig({ flags })
   const logger = createLogger(config.logLevel)
-  const relay = createRelay(config, { logger })
+  const relay = await openRelay(config, { logger })
   const { url, port, metricsUrl } = await relay.start()
+  const relayUrl = localUrl(config.host, port)
   logger.info('relay started', {
     version: VERSION,
     address: url,
     port,
+    // what agent commands on this machine need; they default to http://127.0.0.1:8080
+    relay_url: relayUrl,
+    ...(relayUrl === DEFAULT_RELAY_URL ? {} : { hint: `agent commands: export RELAY_URL=${relayUrl} (or pass --relay ${relayUrl})` }),
     data_dir: config.dataDir,
     metrics: metricsUrl,
     limits: {

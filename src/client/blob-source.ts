@@ -1,6 +1,6 @@
 /**
  * What the client can upload as a blob, made ready for a signed upload: the SHA-256 must be in the
- * signature before the first byte is sent (SPEC §1.1), so the content is hashed in one pass and sent
+ * signature before the first byte is sent, so the content is hashed in one pass and sent
  * in a second. Files and Blobs are read twice from their source; a one-shot stream is spooled to a
  * temp file while hashed. Memory stays flat whatever the size.
  */

@@ -1,14 +1,23 @@
 /**
- * A typed client for the relay: signs every request and covers every endpoint. The CLI and the tests
- * use it; other TypeScript agents can import it (`import { RelayClient } from 'agent-relay/client'`).
+ * A typed client for the relay: signs every request and covers every endpoint. The command line, the
+ * MCP bridge and the tests use it; other agents install it as a package (`@agent-relay/client`) and run
+ * it on Node ≥ 20 or Bun.
  */
-import type { AgentJson, CapabilityJson } from '../services/agents.ts'
-import type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson } from '../services/discovery.ts'
-export type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson }
-import type { AclEntryJson, AclEntryType } from '../services/models/acl.ts'
+import { signRequest } from '../auth/sign.ts'
+import { prepareBlobSource, type BlobSource } from './blob-source.ts'
+import { writeBlobToFile, type DownloadedFile } from './blob-file.ts'
+import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
+import { RelayApiError, Transport, assertRelayAnswer, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 import type {
-  AttachmentInput,
-  AttachmentJson,
+  AclEntryJson,
+  AclEntryType,
+  AgentJson,
+  AgentPatchInput,
+  BlobJson,
+  CapabilityCatalogJson,
+  CapabilityJson,
+  DiscoverResultJson,
+  DiscoveryEntryJson,
   MessageJson,
   MessagePageJson,
   MessageStatusJson,
@@ -16,31 +25,32 @@ import type {
   PollQuery,
   SendMessageInput,
   SendResultJson,
-} from '../services/models/message.ts'
-import { signRequest } from '../auth/sign.ts'
-import type { BlobJson } from '../services/models/blob.ts'
-import type { WebhookConfigJson } from '../services/models/webhook.ts'
-import { prepareBlobSource, type BlobSource } from './blob-source.ts'
-import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
-import { RelayApiError, Transport, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
+  WebhookConfigJson,
+} from './types.ts'
 
-export { RelayApiError, Transport, buildQuery, type ClientOptions, type FetchLike, type Query } from './transport.ts'
+export {
+  DEFAULT_RATE_LIMIT_RETRY,
+  NotARelayError,
+  RelayApiError,
+  RelayConnectionError,
+  Transport,
+  buildQuery,
+  readJson,
+  retryAfterMs,
+  type ClientOptions,
+  type FetchLike,
+  type Query,
+  type RateLimitRetry,
+  type RateLimitedInfo,
+} from './transport.ts'
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
-export type { AgentJson, CapabilityJson, BlobJson, BlobSource, WebhookConfigJson }
-export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions } from './socket.ts'
-export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput, type WebhookDeliveryJson } from './webhook-verify.ts'
-export type * from '../services/models/message.ts'
-export type { AclEntryJson, AclEntryType }
+export type { BlobSource } from './blob-source.ts'
+export type { DownloadedFile } from './blob-file.ts'
+export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions, type WebSocketConstructor, type WebSocketLike } from './socket.ts'
+export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput } from './webhook-verify.ts'
+export type * from './types.ts'
 
-export interface AgentPatchInput {
-  display_name?: string | null
-  visibility?: 'public' | 'private'
-  inbox_policy?: 'open' | 'closed' | 'allowlist' | 'blocklist'
-  metadata?: Record<string, unknown>
-  capabilities?: CapabilityJson[]
-}
-
-/** Parameters of GET /v1/discover (SPEC §3); at least one of tag, q, name, active_since. */
+/** Parameters of GET /v1/discover; at least one of tag, q, name, active_since. */
 export interface DiscoverQueryInput {
   /** One tag or several (ANDed). */
   tag?: string | string[]
@@ -70,11 +80,17 @@ export class RelayClient {
 
   // --- health (unsigned) ---
   async health(path: '' | '/ready' | '/details' = ''): Promise<any> {
-    const res = await fetchUnsigned(this.transport, `/v1/health${path}`)
-    return res.json()
+    const t = this.transport
+    const res = await t.fetchFn(new Request(`${t.baseUrl}/v1/health${path}`))
+    // /ready answers 503 with a body that says why: that is an answer, not an error
+    if (res.status === 503) {
+      assertRelayAnswer(res, t.baseUrl)
+      return res.json()
+    }
+    return readJson(res, t.baseUrl)
   }
 
-  // --- agents (SPEC §2) ---
+  // --- agents ---
   getAgent(publicKey: string = this.publicKey): Promise<AgentJson> {
     return this.transport.json('GET', `/v1/agents/${encodeURIComponent(publicKey)}`)
   }
@@ -95,7 +111,7 @@ export class RelayClient {
     return res.capabilities
   }
 
-  // --- discovery (SPEC §3) ---
+  // --- discovery ---
   /** One page of public, active agents; pass `next_cursor` back as `cursor` for the next page. */
   discover(query: DiscoverQueryInput): Promise<DiscoverResultJson> {
     const { active_since, ...rest } = query
@@ -119,7 +135,7 @@ export class RelayClient {
     return res.capabilities
   }
 
-  // --- messages (SPEC §4) ---
+  // --- messages ---
   /** Sends a message; resolves once the relay has committed it. */
   send(message: SendMessageInput): Promise<SendResultJson> {
     return this.transport.json('POST', '/v1/messages', message)
@@ -155,7 +171,7 @@ export class RelayClient {
     return this.transport.json('GET', `/v1/messages/threads/${encodeURIComponent(threadId)}` + buildQuery(query as Query))
   }
 
-  // --- blobs (SPEC §6) ---
+  // --- blobs ---
   /**
    * Uploads bytes, a file (by path), a Blob or a stream. The signature covers the SHA-256 of the bytes,
    * so the content is hashed first and then streamed (a one-shot stream is spooled to a temp file in
@@ -167,27 +183,30 @@ export class RelayClient {
     try {
       const t = this.transport
       const path = '/v1/blobs'
-      const headers: Record<string, string> = {
-        ...signRequest(t.keys, 'POST', path, undefined, t.nextTimestamp(), prepared.hashBase64Url),
-        'content-type': opts.contentType ?? prepared.contentType ?? 'application/octet-stream',
-        'content-length': String(prepared.size),
-      }
-      let body: ReadableStream<Uint8Array> | Blob = prepared.blob
       const onProgress = opts.onProgress
-      if (onProgress && prepared.size > 0) {
-        let sent = 0
-        body = prepared.blob.stream().pipeThrough(
-          new TransformStream<Uint8Array, Uint8Array>({
-            transform(chunk, controller) {
-              sent += chunk.byteLength
-              onProgress(sent)
-              controller.enqueue(chunk)
-            },
-          }),
-        )
+      // a fresh signature and a fresh read of the bytes for each attempt
+      const build = () => {
+        const headers: Record<string, string> = {
+          ...signRequest(t.keys, 'POST', path, undefined, t.nextTimestamp(), prepared.hashBase64Url),
+          'content-type': opts.contentType ?? prepared.contentType ?? 'application/octet-stream',
+          'content-length': String(prepared.size),
+        }
+        let body: ReadableStream<Uint8Array> | Blob = prepared.blob
+        if (onProgress && prepared.size > 0) {
+          let sent = 0
+          body = prepared.blob.stream().pipeThrough(
+            new TransformStream<Uint8Array, Uint8Array>({
+              transform(chunk, controller) {
+                sent += chunk.byteLength
+                onProgress(sent)
+                controller.enqueue(chunk)
+              },
+            }),
+          )
+        }
+        return new Request(t.baseUrl + path, { method: 'POST', headers, body, duplex: 'half' } as RequestInit)
       }
-      const init = { method: 'POST', headers, body, duplex: 'half' } as RequestInit
-      return await readJson<BlobJson>(await t.fetchFn(new Request(t.baseUrl + path, init)))
+      return await readJson<BlobJson>(await t.sendWithRetry('POST', path, build), t.baseUrl)
     } finally {
       await prepared.cleanup()
     }
@@ -202,14 +221,27 @@ export class RelayClient {
     const headers: Record<string, string> = {}
     const r = opts.range
     if (r) headers.range = 'suffix' in r ? `bytes=-${r.suffix}` : `bytes=${r.start}-${r.end ?? ''}`
-    const res = await this.transport.send('GET', `/v1/blobs/${encodeURIComponent(blobId)}`, undefined, headers)
-    if (!res.ok) await readJson(res)
+    const t = this.transport
+    const path = `/v1/blobs/${encodeURIComponent(blobId)}`
+    const res = await t.sendWithRetry('GET', path, () => t.buildRequest('GET', path, undefined, headers))
+    if (!res.ok) await readJson(res, t.baseUrl)
+    assertRelayAnswer(res, t.baseUrl)
     return res
+  }
+
+  /**
+   * Downloads a whole blob into `path`: written beside it under a temporary name and renamed once the
+   * bytes match the blob's SHA-256, so `path` is never left half-written. An existing file is kept
+   * (the call fails) unless `overwrite` is true.
+   */
+  async downloadToFile(blobId: string, path: string, opts: { overwrite?: boolean; onProgress?: (receivedBytes: number) => void } = {}): Promise<DownloadedFile> {
+    return writeBlobToFile(await this.downloadBlob(blobId), blobId, path, opts)
   }
 
   /** A blob's size, content type and hash without its bytes (HEAD). */
   async blobInfo(blobId: string): Promise<{ blob_id: string; size: number; content_type: string; hash: string }> {
     const res = await this.transport.send('HEAD', `/v1/blobs/${encodeURIComponent(blobId)}`)
+    assertRelayAnswer(res, this.transport.baseUrl)
     if (!res.ok) {
       // a HEAD answer has no body: the status is all there is
       throw new RelayApiError(res.status, res.status === 404 ? 'blob_not_found' : 'http_error', `HTTP ${res.status}`, null, res.headers.get('x-request-id'))
@@ -227,7 +259,7 @@ export class RelayClient {
     return this.transport.json('DELETE', `/v1/blobs/${encodeURIComponent(blobId)}`)
   }
 
-  // --- ACL (SPEC §5): always your own ---
+  // --- access control: always your own ---
   readonly acl = {
     /** Your entries, newest first. */
     list: (entryType?: AclEntryType): Promise<AclEntryJson[]> =>
@@ -243,7 +275,7 @@ export class RelayClient {
     block: (peerKey: string) => this.acl.put(peerKey, 'block'),
   }
 
-  // --- WebSocket (SPEC §8) ---
+  // --- WebSocket ---
   /** One authenticated WebSocket: pushed messages, acks, sends answered by send_result, pings. */
   connect(opts: SocketOptions = {}): Promise<RelaySocket> {
     return RelaySocket.connect(this.transport, opts)
@@ -258,7 +290,7 @@ export class RelayClient {
     return listenLoop(this.transport, opts)
   }
 
-  // --- webhooks (SPEC §9): always your own ---
+  // --- webhooks: always your own ---
   /** Registers or replaces your webhook; `secret` is unpadded base64url of 32 random bytes. */
   setWebhook(url: string, secret: string): Promise<WebhookConfigJson> {
     return this.transport.json('PUT', `/v1/agents/${this.publicKey}/webhook`, { url, secret })
@@ -279,8 +311,3 @@ export class RelayClient {
   }
 }
 
-function fetchUnsigned(transport: Transport, path: string): Promise<Response> {
-  return transport.fetchFn(new Request(transport.baseUrl + path))
-}
-
-export { readJson }

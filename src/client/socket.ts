@@ -1,18 +1,37 @@
 /**
- * The WebSocket side of the client (SPEC §8): one authenticated connection (`RelaySocket`) with acks,
+ * The WebSocket side of the client (docs/protocol.md, "WebSocket"): one authenticated connection (`RelaySocket`) with acks,
  * sends answered by `send_result` and pings, and `listenLoop`, which keeps a connection open with a
  * fresh auth frame on every reconnect and exponential backoff between attempts.
  */
 import { signWsAuth } from '../auth/sign.ts'
-import type { MessageJson, SendMessageInput, SendResultJson } from '../services/models/message.ts'
+import type { MessageJson, SendMessageInput, SendResultJson } from './types.ts'
 import { RelayApiError, type Transport } from './transport.ts'
 
 export interface SocketOptions {
-  /** The WebSocket constructor; defaults to the runtime's global one (Bun, Node 22+, browsers). */
-  WebSocket?: typeof WebSocket
+  /**
+   * The WebSocket constructor; defaults to the runtime's global one (Bun, Node 22+), else to the `ws`
+   * package when it is installed (Node 20).
+   */
+  WebSocket?: WebSocketConstructor
   /** How long to wait for the connection and the auth answer; default 10 s. */
   connectTimeoutMs?: number
 }
+
+/**
+ * What the client needs of a WebSocket: the standard interface, as Bun, Node 22+ and the `ws` package
+ * implement it. Declared here so that the client's types need neither the DOM library nor Node's.
+ */
+export interface WebSocketLike {
+  readonly readyState: number
+  send(data: string): void
+  close(code?: number, reason?: string): void
+  addEventListener(type: 'open' | 'error', listener: (event: unknown) => void): void
+  addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void
+  addEventListener(type: 'close', listener: (event: { code: number; reason: string }) => void): void
+  removeEventListener(type: 'message', listener: (event: { data: unknown }) => void): void
+}
+
+export type WebSocketConstructor = new (url: string) => WebSocketLike
 
 export interface SocketClosed {
   code: number
@@ -21,6 +40,25 @@ export interface SocketClosed {
 
 /** Auth failures that another attempt cannot fix: listen() gives up on them. */
 const FATAL_AUTH = new Set(['unauthorized', 'invalid_signature', 'agent_suspended'])
+
+/**
+ * The runtime's WebSocket, or the `ws` package's where there is none (Node 20). The package name is
+ * a variable so that bundlers leave the import alone: `ws` is needed only where it is used.
+ */
+async function webSocketConstructor(opts: SocketOptions): Promise<WebSocketConstructor> {
+  if (opts.WebSocket) return opts.WebSocket
+  const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
+  if (typeof global === 'function') return global
+  const name = 'ws'
+  try {
+    const mod = (await import(name)) as { WebSocket?: WebSocketConstructor; default?: WebSocketConstructor }
+    const Ctor = mod.WebSocket ?? mod.default
+    if (Ctor) return Ctor
+  } catch {
+    // not installed: say what to do below
+  }
+  throw new Error('this runtime has no WebSocket: install the "ws" package (npm install ws) or pass the WebSocket option')
+}
 
 export function wsUrl(baseUrl: string): string {
   return baseUrl.replace(/^http(s?):\/\//i, (_m, s) => `ws${s}://`) + '/v1/ws'
@@ -36,15 +74,16 @@ export class RelaySocket {
   readonly closed: Promise<SocketClosed>
   private nextId = 1
   private readonly pending = new Map<string, { resolve: (r: SendResultJson) => void; reject: (e: Error) => void }>()
-  private readonly pongs: (() => void)[] = []
+  private readonly pongs: { resolve: () => void; reject: (e: Error) => void }[] = []
   private closedInfo: SocketClosed | null = null
 
-  private constructor(private readonly ws: WebSocket) {
+  private constructor(private readonly ws: WebSocketLike) {
     this.closed = new Promise((resolve) => {
       ws.addEventListener('close', (e) => {
         this.closedInfo = { code: e.code, reason: e.reason }
         for (const p of this.pending.values()) p.reject(new Error(`connection closed (${e.code})`))
         this.pending.clear()
+        for (const p of this.pongs.splice(0)) p.reject(new Error(`connection closed (${e.code})`))
         resolve(this.closedInfo)
       })
     })
@@ -52,8 +91,7 @@ export class RelaySocket {
 
   /** Connects and authenticates; rejects with RelayApiError when the relay refuses the auth frame. */
   static async connect(transport: Transport, opts: SocketOptions = {}): Promise<RelaySocket> {
-    const Ctor = opts.WebSocket ?? globalThis.WebSocket
-    if (!Ctor) throw new Error('no WebSocket implementation: pass opts.WebSocket')
+    const Ctor = await webSocketConstructor(opts)
     const ws = new Ctor(wsUrl(transport.baseUrl))
     const socket = new RelaySocket(ws)
     const timeoutMs = opts.connectTimeoutMs ?? 10_000
@@ -69,7 +107,7 @@ export class RelaySocket {
       ws.addEventListener('open', () => ws.send(JSON.stringify(signWsAuth(transport.keys, transport.nextTimestamp()))))
       ws.addEventListener('error', () => fail(new Error(`cannot connect to ${wsUrl(transport.baseUrl)}`)))
       ws.addEventListener('close', (e) => fail(new Error(`connection closed before authentication (${e.code} ${e.reason})`)))
-      const first = (e: MessageEvent) => {
+      const first = (e: { data: unknown }) => {
         ws.removeEventListener('message', first)
         clearTimeout(timer)
         let frame: any
@@ -90,13 +128,13 @@ export class RelaySocket {
     return socket
   }
 
-  /** Each pushed message (SPEC §8.3); ack it with `ack` once handled. Messages already received are replayed to it. */
+  /** Each pushed message; ack it with `ack` once handled. Messages already received are replayed to it. */
   set onMessage(handler: (message: MessageJson) => void) {
     this.handler = handler
     for (const m of this.early.splice(0)) handler(m)
   }
 
-  /** Marks a pushed message delivered (SPEC §8.4; idempotent). */
+  /** Marks a pushed message delivered (idempotent). */
   ack(messageId: string): void {
     this.raw({ type: 'ack', message_id: messageId })
   }
@@ -111,10 +149,14 @@ export class RelaySocket {
     })
   }
 
-  /** Round trip to the relay: resolves on its pong. */
+  /**
+   * Round trip to the relay: resolves on its pong, rejects if the connection closes first. The relay
+   * handles frames in order, so every frame sent before the ping has been handled when it resolves.
+   */
   ping(): Promise<void> {
-    return new Promise((resolve) => {
-      this.pongs.push(resolve)
+    return new Promise((resolve, reject) => {
+      if (this.closedInfo) return reject(new Error('connection closed'))
+      this.pongs.push({ resolve, reject })
       this.raw({ type: 'ping' })
     })
   }
@@ -127,7 +169,7 @@ export class RelaySocket {
     if (this.ws.readyState === 1) this.ws.send(JSON.stringify(frame))
   }
 
-  private onFrame(e: MessageEvent): void {
+  private onFrame(e: { data: unknown }): void {
     let frame: any
     try {
       frame = JSON.parse(String(e.data))
@@ -150,7 +192,7 @@ export class RelaySocket {
         return p.resolve(result as SendResultJson)
       }
       case 'pong':
-        return this.pongs.shift()?.()
+        return this.pongs.shift()?.resolve()
       case 'error':
         return this.onError(frame.error)
     }
@@ -218,7 +260,8 @@ export async function listenLoop(transport: Transport, opts: ListenOptions): Pro
     }
     socket.onError = (e) => opts.onError?.(new RelayApiError(0, e.code, e.message, e.details, null))
     opts.onConnect?.(socket)
-    const onAbort = () => socket.close(1000, 'done')
+    // a handler that stops listening still gets its message acked: close once the chain has run
+    const onAbort = () => void chain.then(() => socket.close(1000, 'done'))
     opts.signal?.addEventListener('abort', onAbort, { once: true })
     const closed = await socket.closed
     opts.signal?.removeEventListener('abort', onAbort)

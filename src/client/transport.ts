@@ -1,10 +1,28 @@
 /**
- * The signing transport of the client: builds the exact bytes, signs them (SPEC §1.1) and turns
- * error envelopes into RelayApiError. Pure TypeScript over fetch; usable from any agent.
+ * The signing transport of the client: builds the exact bytes, signs them (docs/protocol.md, "Signing")
+ * and turns answers into values or typed errors — RelayApiError for a refusal, RelayConnectionError when
+ * nothing answers, NotARelayError when something that is not a relay does. Answers 429 are retried after
+ * their Retry-After, a bounded number of times. Plain TypeScript over fetch: Bun and Node ≥ 20.
  */
 import { signRequest, type KeyPair } from '../auth/sign.ts'
 
 export type FetchLike = (request: Request) => Promise<Response>
+
+/** How answers 429 (rate limited) are retried. */
+export interface RateLimitRetry {
+  /** Further attempts after the first; 0 turns retrying off. Default 3. */
+  retries: number
+  /** The longest Retry-After waited for; a longer one is returned as the error at once. Default 60 s. */
+  maxWaitMs: number
+}
+
+export interface RateLimitedInfo {
+  method: string
+  path: string
+  /** 1 for the first retry. */
+  attempt: number
+  waitMs: number
+}
 
 export interface ClientOptions {
   /** e.g. http://127.0.0.1:8080 */
@@ -14,9 +32,15 @@ export interface ClientOptions {
   fetch?: FetchLike
   /** Wall clock for timestamps (ms); defaults to Date.now. */
   now?: () => number
+  /** Retrying of 429 answers (default 3 retries, waits up to 60 s); `false` turns it off. */
+  rateLimitRetry?: Partial<RateLimitRetry> | false
+  /** Told before each wait for a rate-limited request (e.g. to print a note). */
+  onRateLimited?: (info: RateLimitedInfo) => void
 }
 
-/** An error answer from the relay, with its SPEC §11 code and request id. */
+export const DEFAULT_RATE_LIMIT_RETRY: RateLimitRetry = { retries: 3, maxWaitMs: 60_000 }
+
+/** An error answer from the relay, with its error code (docs/protocol.md, "Errors") and request id. */
 export class RelayApiError extends Error {
   constructor(
     readonly status: number,
@@ -28,6 +52,48 @@ export class RelayApiError extends Error {
     super(message)
     this.name = 'RelayApiError'
   }
+}
+
+/** Where to change the relay address, for messages people read. */
+const ADDRESS_HINT = 'check the address (the --relay flag or the RELAY_URL variable of the relay command line)'
+
+/** Nothing answered at the relay's address: it is down, or the address is wrong. */
+export class RelayConnectionError extends Error {
+  constructor(
+    readonly url: string,
+    readonly cause: unknown,
+  ) {
+    super(`cannot reach the relay at ${url} (${describeCause(cause)}); is it running? If so, ${ADDRESS_HINT}`)
+    this.name = 'RelayConnectionError'
+  }
+}
+
+/** Something answered at the address, but not a relay (no relay answer carries no request id). */
+export class NotARelayError extends Error {
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    readonly contentType: string | null,
+  ) {
+    super(
+      `${url} answered HTTP ${status}${contentType ? ` (${contentType.split(';')[0]})` : ''} without a relay request id: ` +
+        `this is not a relay, or a proxy in front of it answered instead; ${ADDRESS_HINT}`,
+    )
+    this.name = 'NotARelayError'
+  }
+}
+
+function describeCause(cause: unknown): string {
+  const err = cause as { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } } | undefined
+  const inner = err?.cause
+  const code = (typeof inner?.code === 'string' && inner.code) || (typeof err?.code === 'string' && err.code) || ''
+  const message = (typeof inner?.message === 'string' && inner.message) || (typeof err?.message === 'string' && err.message) || String(cause)
+  return code && !message.includes(code) ? `${code}: ${message}` : message
+}
+
+/** An abort asked for by the caller is passed through as it is; anything else thrown by fetch means no answer. */
+function isAbort(err: unknown): boolean {
+  return (err as { name?: string })?.name === 'AbortError' || (err as { name?: string })?.name === 'TimeoutError'
 }
 
 export type Query = Record<string, string | number | boolean | string[] | undefined | null>
@@ -43,6 +109,17 @@ export function buildQuery(query?: Query): string {
   return text ? `?${text}` : ''
 }
 
+/** Seconds of a Retry-After header (delta-seconds or an HTTP date) in ms; null when absent or unreadable. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | null {
+  if (header === null || header.trim() === '') return null
+  const text = header.trim()
+  if (/^\d+$/.test(text)) return Number(text) * 1000
+  const at = Date.parse(text)
+  return Number.isFinite(at) ? Math.max(0, at - now) : null
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
 /** Last timestamp used per key in this process, shared by every client instance of that key. */
 const lastTimestampByKey = new Map<string, number>()
 
@@ -50,13 +127,27 @@ export class Transport {
   readonly baseUrl: string
   readonly keys: KeyPair
   readonly fetchFn: FetchLike
+  /** Retrying of 429 answers; change it to change every later call (`{ retries: 0 }` turns it off). */
+  rateLimitRetry: RateLimitRetry
+  onRateLimited?: (info: RateLimitedInfo) => void
   private readonly now: () => number
 
   constructor(opts: ClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '')
     this.keys = opts.keys
-    this.fetchFn = opts.fetch ?? ((req) => fetch(req))
+    const fetchFn = opts.fetch ?? ((req: Request) => fetch(req))
+    // every way out to the network goes through here, so a refused connection is always typed
+    this.fetchFn = async (req) => {
+      try {
+        return await fetchFn(req)
+      } catch (err) {
+        if (isAbort(err) || err instanceof RelayConnectionError) throw err
+        throw new RelayConnectionError(this.baseUrl, err)
+      }
+    }
     this.now = opts.now ?? Date.now
+    this.rateLimitRetry = opts.rateLimitRetry === false ? { ...DEFAULT_RATE_LIMIT_RETRY, retries: 0 } : { ...DEFAULT_RATE_LIMIT_RETRY, ...opts.rateLimitRetry }
+    this.onRateLimited = opts.onRateLimited
   }
 
   /**
@@ -87,19 +178,39 @@ export class Transport {
     return new Request(this.baseUrl + pathWithQuery, { method, headers: h, body: bytes as Uint8Array<ArrayBuffer> | undefined })
   }
 
-  /** Sends a signed request and returns the raw Response (no error mapping). */
+  /** Sends a signed request once and returns the raw Response (no error mapping, no retry). */
   send(method: string, pathWithQuery: string, body?: unknown, headers?: Record<string, string>): Promise<Response> {
     return this.fetchFn(this.buildRequest(method, pathWithQuery, body, headers))
   }
 
-  /** Sends a signed request; resolves with the parsed JSON (undefined for 204), throws RelayApiError. */
+  /**
+   * Sends `build()` — called again for each attempt, so every attempt is signed afresh — and retries
+   * answers 429 after their Retry-After while `rateLimitRetry` allows. Returns the last answer as is.
+   */
+  async sendWithRetry(method: string, pathWithQuery: string, build: () => Request): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.fetchFn(build())
+      if (res.status !== 429 || attempt > this.rateLimitRetry.retries) return res
+      const waitMs = retryAfterMs(res.headers.get('retry-after')) ?? 1000
+      if (waitMs > this.rateLimitRetry.maxWaitMs) return res
+      await res.body?.cancel().catch(() => {})
+      this.onRateLimited?.({ method, path: pathWithQuery, attempt, waitMs })
+      await sleep(waitMs)
+    }
+  }
+
+  /** Sends a signed request (retrying 429); resolves with the parsed JSON (undefined for 204), throws RelayApiError. */
   async json<T>(method: string, pathWithQuery: string, body?: unknown): Promise<T> {
-    const res = await this.send(method, pathWithQuery, body)
-    return readJson<T>(res)
+    const res = await this.sendWithRetry(method, pathWithQuery, () => this.buildRequest(method, pathWithQuery, body))
+    return readJson<T>(res, this.baseUrl)
   }
 }
 
-export async function readJson<T>(res: Response): Promise<T> {
+/**
+ * The answer's JSON, or the error it stands for: RelayApiError for the relay's error envelope,
+ * NotARelayError for anything else without the request id every relay answer carries.
+ */
+export async function readJson<T>(res: Response, url: string = res.url): Promise<T> {
   if (res.status === 204) return undefined as T
   const text = await res.text()
   let parsed: any
@@ -108,15 +219,24 @@ export async function readJson<T>(res: Response): Promise<T> {
   } catch {
     parsed = undefined
   }
+  const e = parsed?.error
+  const envelope = typeof e?.code === 'string' && typeof e?.message === 'string'
   if (!res.ok) {
-    const e = parsed?.error
+    if (!envelope) assertRelayAnswer(res, url)
     throw new RelayApiError(
       res.status,
-      e?.code ?? 'http_error',
-      e?.message ?? `HTTP ${res.status}`,
+      envelope ? e.code : 'http_error',
+      envelope ? e.message : `HTTP ${res.status}`,
       e?.details ?? null,
       e?.request_id ?? res.headers.get('x-request-id'),
     )
   }
+  assertRelayAnswer(res, url)
+  if (parsed === undefined || parsed === null || typeof parsed !== 'object') throw new NotARelayError(url, res.status, res.headers.get('content-type'))
   return parsed as T
+}
+
+/** Every relay answer, success or error, carries X-Request-Id: without it, something else answered. */
+export function assertRelayAnswer(res: Response, url: string = res.url): void {
+  if (!res.headers.has('x-request-id')) throw new NotARelayError(url || 'the relay address', res.status, res.headers.get('content-type'))
 }

@@ -1,9 +1,9 @@
 /**
- * For webhook receivers (SPEC §9): checks a delivery the way the SPEC asks — HMAC-SHA256 of the exact
+ * For webhook receivers: checks a delivery the way the protocol asks — HMAC-SHA256 of the exact
  * raw body with the 32 secret bytes, compared in constant time; the timestamp within ±5 minutes — and
  * returns the parsed delivery. Web Crypto only, so it runs in Bun, Node 20+, Deno and workers alike.
  */
-import type { WebhookDeliveryJson } from '../services/models/webhook.ts'
+import type { WebhookDeliveryJson } from './types.ts'
 
 export type { WebhookDeliveryJson }
 

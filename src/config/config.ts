@@ -8,8 +8,12 @@ export interface Config {
   logLevel: LogLevel
   verifyOnWorker: boolean
   timestampToleranceMs: number
-  rateLimits: { sendPerMin: number; pollPerMin: number }
-  blobs: { maxSizeBytes: number; quotaBytes: number; unattachedTtlMs: number }
+  rateLimits: { sendPerMin: number; pollPerMin: number; requestsPerMin: number; addressPerMin: number; addressExempt: string; newAgentsPerHour: number }
+  /** Cost allowed before a request or socket is authenticated. */
+  preauth: { memoryBytes: number; memoryPerAddressBytes: number; bodyTimeoutMs: number; diskBytes: number }
+  trustProxy: boolean
+  blobs: { store: string; maxSizeBytes: number; quotaBytes: number; totalQuotaBytes: number; minFreeDiskBytes: number; unattachedTtlMs: number }
+  admission: { mode: 'open' | 'allowlist' | 'existing'; maxAgents: number }
   messages: { expiredRetentionMs: number }
   ws: { maxConnections: number; pingIntervalMs: number; authTimeoutMs: number }
   webhooks: {
@@ -19,6 +23,7 @@ export interface Config {
     allowPrivateTargets: boolean
     concurrency: number
   }
+  database: { url: string; lockWaitMs: number }
   sweepIntervalMs: number
   metrics: { enabled: boolean; addr: { host: string; port: number } | null }
 }

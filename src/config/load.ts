@@ -33,6 +33,15 @@ function parseValue(spec: OptionSpec, raw: Raw, source: string): unknown {
     case 'string':
       if (typeof raw !== 'string' || raw.trim() === '') fail('must be a non-empty string')
       return (raw as string).trim()
+    case 'text':
+      // may be empty (an empty list)
+      if (typeof raw !== 'string') fail('must be a string')
+      return (raw as string).trim()
+    case 'choice': {
+      const v = String(raw).trim().toLowerCase()
+      if (!spec.choices?.includes(v)) fail(`must be one of ${spec.choices?.join(', ')}`)
+      return v
+    }
     case 'port': {
       const n = typeof raw === 'number' ? raw : /^\d+$/.test(String(raw).trim()) ? Number(String(raw).trim()) : NaN
       if (!Number.isInteger(n) || n < 0 || n > 65535) fail('must be a port number 0–65535')

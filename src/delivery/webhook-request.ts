@@ -1,14 +1,16 @@
 /**
- * One webhook attempt (SPEC §9): the exact body, its HMAC, the headers, the target check after DNS
+ * One webhook attempt (docs/protocol.md §9): the exact body, its HMAC, the headers, the target check after DNS
  * resolution, and the POST itself with a deadline and no redirects. Returns an outcome, never throws.
  */
 import { createHmac } from 'node:crypto'
 import { lookup as dnsLookup } from 'node:dns/promises'
 import { iso } from '../lib/clock.ts'
-import type { MessageRow } from '../storage/messages-repo.ts'
+import { stringifyJson } from '../lib/json-text.ts'
+import type { Logger } from '../lib/logger.ts'
+import type { MessageRecord } from '../services/models/records.ts'
 import { messageToJson } from '../services/messages-json.ts'
 import type { WebhookDeliveryJson } from '../services/models/webhook.ts'
-import { blockedAddressKind, isIpLiteral, isLocalhostName } from './address-policy.ts'
+import { PRIVATE_TARGETS_HINT, blockedAddressKind, isIpLiteral, isLocalhostName } from './address-policy.ts'
 
 /** Labels of relay_webhook_attempts_total (src/metrics/catalog.ts). */
 export type AttemptOutcome = 'success' | 'http_error' | 'timeout' | 'network_error' | 'refused'
@@ -27,11 +29,12 @@ export type Resolver = (hostname: string) => Promise<{ address: string; family: 
 export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
 
 /**
- * The delivery body: `{delivery_id, message}` with the message fields of SPEC §9 in SPEC §4.1 order.
+ * The delivery body: `{delivery_id, message}` with the message fields of docs/protocol.md §9 in docs/protocol.md §4.1 order.
  * Optional fields without a value are omitted as everywhere else; `attachments` is always an array
- * (metadata only, `[]` when there are none), as in the SPEC's worked example.
+ * (metadata only, `[]` when there are none), as in the documented example. `body` and `metadata`
+ * are the sender's JSON text, spliced in unchanged (the HMAC covers exactly these bytes).
  */
-export function deliveryBody(deliveryId: string, row: MessageRow, now: number): string {
+export function deliveryBody(deliveryId: string, row: MessageRecord, now: number): string {
   const m = messageToJson(row, now) as unknown as Record<string, unknown>
   const message: Record<string, unknown> = {
     message_id: m.message_id,
@@ -46,7 +49,7 @@ export function deliveryBody(deliveryId: string, row: MessageRow, now: number): 
   if (m.metadata !== undefined) message.metadata = m.metadata
   message.created_at = m.created_at
   message.expires_at = m.expires_at
-  return JSON.stringify({ delivery_id: deliveryId, message } satisfies Record<keyof WebhookDeliveryJson, unknown>)
+  return stringifyJson({ delivery_id: deliveryId, message } satisfies Record<keyof WebhookDeliveryJson, unknown>)
 }
 
 /** Hex HMAC-SHA256 of the raw body keyed with the 32 bytes the secret encodes. */
@@ -66,6 +69,8 @@ export interface AttemptInput {
   resolve: Resolver
   /** Aborts the attempt without an outcome (a stopping relay). */
   signal?: AbortSignal
+  /** Failed attempts are logged here at warn, with the delivery id and the reason. */
+  logger?: Logger
 }
 
 /** Bytes of a response body read to let the connection be reused; larger answers are cut off. */
@@ -85,9 +90,9 @@ async function target(input: AttemptInput): Promise<{ url: string; host?: string
   const host = url.hostname
   if (isIpLiteral(host)) {
     const kind = blockedAddressKind(host)
-    return kind ? { outcome: 'refused', error: `target ${host} is a ${kind} address` } : { url: input.url }
+    return kind ? { outcome: 'refused', error: `target ${host} is a ${kind} address (${PRIVATE_TARGETS_HINT})` } : { url: input.url }
   }
-  if (isLocalhostName(host)) return { outcome: 'refused', error: `target ${host} is a loopback name` }
+  if (isLocalhostName(host)) return { outcome: 'refused', error: `target ${host} is a loopback name (${PRIVATE_TARGETS_HINT})` }
   let addresses: { address: string; family: number }[]
   try {
     addresses = await input.resolve(host)
@@ -97,7 +102,7 @@ async function target(input: AttemptInput): Promise<{ url: string; host?: string
   if (addresses.length === 0) return { outcome: 'network_error', error: `${host} has no address` }
   for (const a of addresses) {
     const kind = blockedAddressKind(a.address)
-    if (kind) return { outcome: 'refused', error: `${host} resolves to ${a.address}, a ${kind} address` }
+    if (kind) return { outcome: 'refused', error: `${host} resolves to ${a.address}, a ${kind} address (${PRIVATE_TARGETS_HINT})` }
   }
   const chosen = addresses[0]
   const pinned = new URL(input.url)
@@ -105,8 +110,25 @@ async function target(input: AttemptInput): Promise<{ url: string; host?: string
   return { url: pinned.toString(), host: url.host, serverName: url.protocol === 'https:' ? host : undefined }
 }
 
-/** Makes one attempt; resolves with its outcome once the receiver answered or the deadline passed. */
+/**
+ * Makes one attempt; resolves with its outcome once the receiver answered or the deadline passed. A
+ * failed attempt is logged at warn (delivery id, outcome, status, reason) so an operator can see why a
+ * receiver gets nothing; the answer body is never logged.
+ */
 export async function attemptDelivery(input: AttemptInput): Promise<AttemptResult> {
+  const result = await attemptOnce(input)
+  if (result.outcome !== 'success' && result.outcome !== 'aborted') {
+    input.logger?.warn('webhook attempt failed', {
+      delivery_id: input.deliveryId,
+      outcome: result.outcome,
+      status: result.status,
+      error: result.error,
+    })
+  }
+  return result
+}
+
+async function attemptOnce(input: AttemptInput): Promise<AttemptResult> {
   const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(new Timeout('timeout')), input.timeoutMs)
   const onStop = () => controller.abort(new Error('stopping'))

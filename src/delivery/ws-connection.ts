@@ -1,5 +1,5 @@
 /**
- * One WebSocket connection and what it has been pushed (SPEC §8.3). After auth the connection syncs:
+ * One WebSocket connection and what it has been pushed (docs/protocol.md §8.3). After auth the connection syncs:
  * it pages through the agent's backlog (unexpired `sent` messages, oldest first) while new messages
  * accepted meanwhile are held back; then it goes live and pushes each new message as it is committed.
  *
@@ -11,8 +11,8 @@
  * stops pushing; what it misses stays `sent`. When the socket drains, it syncs again from the first
  * missed message, so a slow consumer catches up without the relay holding its messages in memory.
  */
-import type { AgentRow } from '../storage/agents-repo.ts'
-import type { MessageRow, Position } from '../storage/messages-repo.ts'
+import type { AgentRecord } from '../services/models/records.ts'
+import type { MessageRecord, MessagePosition as Position } from '../services/models/records.ts'
 
 /** What a connection needs of the Bun socket; a small surface so that tests can fake it. */
 export interface PushSocket {
@@ -25,11 +25,13 @@ export interface PushSocket {
 
 export interface PushSource {
   /** Unexpired `sent` messages of the recipient after `after`, oldest first. */
-  backlog(recipientKey: string, after: Position | null, limit: number): MessageRow[]
+  backlog(recipientKey: string, after: Position | null, limit: number): Promise<MessageRecord[]>
   /** A message as stored now, whatever its state; null when gone. */
-  find(messageId: string): MessageRow | null
+  find(messageId: string): Promise<MessageRecord | null>
+  /** Reports a failed read (the sync is retried at the next drain or reconnect). */
+  onError?(err: unknown): void
   /** The `message` frame of a row. */
-  frame(row: MessageRow): string
+  frame(row: MessageRecord): string
   now(): number
 }
 
@@ -39,15 +41,22 @@ const PAGE = 100
 const MAX_HELD = 1000
 /** Recently pushed ids remembered per connection, to skip them when a sync restarts after backpressure. */
 const RECENT = 64
+/**
+ * How long ids pushed by a sync are remembered after it ends: a message read by the last page may be
+ * announced a little later (by another instance, in a cluster), and must not be pushed twice.
+ */
+const SYNC_MEMORY_MS = 2000
 
 const before = (a: Position, b: Position) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.messageId < b.messageId)
-const positionOf = (row: MessageRow): Position => ({ createdAt: row.createdAt, messageId: row.messageId })
+const positionOf = (row: MessageRecord): Position => ({ createdAt: row.createdAt, messageId: row.messageId })
 
 export type ConnectionState = 'new' | 'authenticating' | 'open' | 'closed'
 
 export class Connection {
   state: ConnectionState = 'new'
-  agent: AgentRow | null = null
+  agent: AgentRecord | null = null
+  /** Counted in the per-agent connection registry. */
+  registered = false
   /** Seen traffic (a frame or a pong) since the last keepalive ping. */
   alive = true
   authTimer: ReturnType<typeof setTimeout> | undefined
@@ -66,6 +75,9 @@ export class Connection {
   private congested = false
   private missedFrom: Position | null = null
   private pageScheduled = false
+  /** A backlog page is being read; a sync step asked for meanwhile runs after it. */
+  private reading = false
+  private readAgain = false
 
   constructor(
     readonly id: number,
@@ -78,7 +90,7 @@ export class Connection {
   }
 
   get publicKey(): string {
-    return (this.agent as AgentRow).publicKey
+    return (this.agent as AgentRecord).publicKey
   }
 
   /** Sends a reply frame (auth_result, send_result, pong, error); replies do not wait for drain. */
@@ -87,14 +99,14 @@ export class Connection {
   }
 
   /** Authenticated: push the backlog, then go live. */
-  open(agent: AgentRow): void {
+  open(agent: AgentRecord): void {
     this.agent = agent
     this.state = 'open'
     this.startSync(null)
   }
 
   /** A message committed for this agent (live event); `text` is its frame. */
-  offer(row: MessageRow, text: string): void {
+  offer(row: MessageRecord, text: string): void {
     if (this.state !== 'open' || this.wasPushed(row.messageId)) return
     if (this.phase === 'sync') {
       if (this.held.length < MAX_HELD) this.held.push(row.messageId)
@@ -129,9 +141,35 @@ export class Connection {
     this.syncPage()
   }
 
+  /** Restarts the sync from the start of the backlog (notices may have been lost: a cluster reconnected). */
+  resync(): void {
+    if (this.state !== 'open') return
+    this.startSync(null)
+  }
+
   private syncPage(): void {
+    if (this.reading) {
+      this.readAgain = true
+      return
+    }
+    this.reading = true
+    this.readPage()
+      .catch((err) => this.source.onError?.(err))
+      .finally(() => {
+        this.reading = false
+        if (this.readAgain) {
+          this.readAgain = false
+          this.syncPage()
+        }
+      })
+  }
+
+  private async readPage(): Promise<void> {
     if (this.state !== 'open' || this.phase !== 'sync' || this.congested) return
-    const rows = this.source.backlog(this.publicKey, this.cursor, PAGE)
+    const cursor = this.cursor
+    const rows = await this.source.backlog(this.publicKey, cursor, PAGE)
+    // the connection may have closed, congested or restarted its sync while the page was read
+    if (this.state !== 'open' || this.phase !== 'sync' || this.congested || this.cursor !== cursor) return
     for (const row of rows) {
       if (!this.wasPushed(row.messageId) && !this.push(row.messageId, this.source.frame(row))) return
       this.cursor = positionOf(row)
@@ -146,26 +184,26 @@ export class Connection {
       })
       return
     }
-    this.finishSync()
+    await this.finishSync()
   }
 
-  private finishSync(): void {
+  private async finishSync(): Promise<void> {
     this.phase = 'live'
     const held = this.held
     this.held = []
-    const now = this.source.now()
     for (const id of held) {
       if (this.wasPushed(id)) continue
       // read again: it may have been acked, polled or expired while the sync ran
-      const row = this.source.find(id)
+      const row = await this.source.find(id)
+      const now = this.source.now()
       if (row && row.status === 'sent' && row.expiresAt > now && row.recipientKey === this.publicKey) this.offer(row, this.source.frame(row))
     }
-    // a message committed before the last page but announced after it must still be skipped: all such
-    // announcements happen before the next turn of the event loop
+    // a message committed before the last page but announced after it must still be skipped
     const pushed = this.syncPushed
-    setImmediate(() => {
+    const timer = setTimeout(() => {
       if (this.syncPushed === pushed) this.syncPushed = null
-    })
+    }, SYNC_MEMORY_MS)
+    ;(timer as { unref?: () => void }).unref?.()
   }
 
   /** Sends one message frame; false when the socket dropped it. */
@@ -180,7 +218,7 @@ export class Connection {
     return true
   }
 
-  private missed(row: MessageRow): void {
+  private missed(row: MessageRecord): void {
     const at = positionOf(row)
     if (!this.missedFrom || before(at, this.missedFrom)) this.missedFrom = at
   }

@@ -1,8 +1,9 @@
 /**
- * WebSocket frames (SPEC §8): what a client may send, parsed without trusting anything, and the
+ * WebSocket frames (docs/protocol.md §8): what a client may send, parsed without trusting anything, and the
  * frames the relay sends, serialized in one place.
  */
 import { RelayError, type ErrorCode } from '../errors.ts'
+import { JsonTextError, parseJsonText } from '../lib/json-text.ts'
 import { isPlainObject } from '../services/validate.ts'
 
 export type ClientFrame =
@@ -17,13 +18,15 @@ export const CLOSE = {
   goingAway: 1001,
   /** Too many frames while authentication was still running. */
   policy: 1008,
-  /** SPEC §8: authentication failed. */
+  /** A frame over the size allowed (2 MiB; before authentication, the auth frame limit). */
+  tooBig: 1009,
+  /** docs/protocol.md §8: authentication failed. */
   authFailed: 4001,
   /** The agent was suspended by the operator while connected. */
   suspended: 4003,
   /** The agent was deleted while connected. */
   deleted: 4004,
-  /** SPEC §8: no auth frame within the auth window. */
+  /** docs/protocol.md §8: no auth frame within the auth window. */
   authTimeout: 4008,
 } as const
 
@@ -38,9 +41,11 @@ export function parseClientFrame(data: string | Uint8Array): ClientFrame {
   if (typeof data !== 'string') throw new RelayError('bad_request', 'Binary frames are not supported; send JSON text frames')
   let value: unknown
   try {
-    value = JSON.parse(data)
-  } catch {
-    throw new RelayError('bad_request', 'Malformed frame: expected a JSON object')
+    // depth-limited, and remembers the text of `message.body` / `message.metadata` for a send
+    value = parseJsonText(data)
+  } catch (err) {
+    const deep = err instanceof JsonTextError && err.kind === 'depth'
+    throw new RelayError('bad_request', deep ? `Malformed frame: ${err.message}` : 'Malformed frame: expected a JSON object')
   }
   if (!isPlainObject(value)) throw new RelayError('bad_request', 'Malformed frame: expected a JSON object')
   switch (value.type) {
@@ -68,6 +73,6 @@ export const frames = {
   sendOk: (id: unknown, result: Record<string, unknown>) => JSON.stringify({ type: 'send_result', id, ...result }),
   sendError: (id: unknown, code: ErrorCode, message: string, details: unknown) =>
     JSON.stringify({ type: 'send_result', id, error: { code, message, details: details ?? null } }),
-  /** `message` is the Message resource already serialized (messageToJson, then JSON.stringify). */
+  /** `message` is the Message resource already serialized (messageToJson, then stringifyJson). */
   message: (messageJson: string) => `{"type":"message","message":${messageJson}}`,
 }

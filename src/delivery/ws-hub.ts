@@ -1,5 +1,5 @@
 /**
- * The WebSocket hub (SPEC §8): Bun's native WebSocket handlers for `/v1/ws` (frames are parsed here,
+ * The WebSocket hub (docs/protocol.md §8): Bun's native WebSocket handlers for `/v1/ws` (frames are parsed here,
  * never by a framework), authentication within the auth window, the per-agent connection limit, client
  * frames (ack, send, ping), pushes after each commit, keepalive pings, and closing an agent's sockets
  * when it is suspended or deleted, or every socket when the relay stops.
@@ -7,24 +7,34 @@
 import type { Server, ServerWebSocket, WebSocketHandler } from 'bun'
 import { RelayError, type ErrorCode } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
+import { stringifyJson } from '../lib/json-text.ts'
 import { pathOnly } from '../lib/url.ts'
 import type { Logger } from '../lib/logger.ts'
+import { clientAddressOf, type PreAuthBudget, type PreAuthHold } from '../http/preauth.ts'
 import type { Authenticator } from '../services/authenticator.ts'
-import type { RelayEvents } from '../services/events.ts'
 import { messageToJson } from '../services/messages-json.ts'
 import type { MessagesService } from '../services/messages.ts'
-import type { MessageRow } from '../storage/messages-repo.ts'
+import type { ConnectionRegistry, Signals } from '../services/ports.ts'
+import type { MessageRecord } from '../services/models/records.ts'
 import { Connection, type PushSource } from './ws-connection.ts'
 import { CLOSE, frames, parseClientFrame, type ClientFrame } from './ws-frames.ts'
 
 export const WS_PATH = '/v1/ws'
-/** SPEC §8: inbound frames up to 2 MiB; larger ones close the connection with 1009. */
+/** docs/protocol.md §8: inbound frames up to 2 MiB; larger ones close the connection with 1009. */
 export const MAX_FRAME_BYTES = 2 * 1024 * 1024
 /** Bytes Bun may queue per socket; pushes stop at the first queued frame, so this is rarely reached. */
 const BACKPRESSURE_LIMIT = 4 * 1024 * 1024
 /** Frames (and their bytes) accepted while the auth frame is being checked; a client that floods is cut off. */
 const MAX_EARLY_FRAMES = 64
 const MAX_EARLY_BYTES = MAX_FRAME_BYTES
+/** The largest first frame: an auth frame is a few hundred bytes; anything bigger fails authentication. */
+export const MAX_AUTH_FRAME_BYTES = 4096
+/**
+ * What an unauthenticated socket is counted as against the pre-auth memory budget: the runtime buffers
+ * an unfinished frame of up to MAX_FRAME_BYTES before the hub sees any of it, and the hub cannot look
+ * inside, so each socket reserves that much from its upgrade until it authenticates or closes.
+ */
+const PREAUTH_SOCKET_BYTES = MAX_FRAME_BYTES
 /** How long a graceful stop waits for clients to answer the close frame. */
 const CLOSE_GRACE_MS = 1000
 
@@ -37,16 +47,26 @@ export interface HubOptions {
 export interface HubDeps {
   authenticator: Authenticator
   messages: MessagesService
-  events: RelayEvents
+  signals: Signals
+  /** Counts connections per agent (over every instance in a cluster) for the per-agent limit. */
+  connections: ConnectionRegistry
   clock: Clock
   logger: Logger
   /** A message became delivered by an ack on a socket (metrics). */
   onDelivered?: () => void
+  /** Request rate per address and memory for unauthenticated sockets; none: unbounded (tests). */
+  preauth?: PreAuthBudget
 }
 
 interface SocketData {
   conn: Connection | null
+  /** Budget held until the socket authenticates or closes. */
+  hold?: PreAuthHold
+  /** The client address per-address limits count (null: exempt or in process). */
+  address?: string | null
 }
+
+const byteLength = (data: string | Uint8Array) => (typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength)
 
 type Socket = ServerWebSocket<SocketData>
 
@@ -72,13 +92,18 @@ export class SocketHub {
       backlog: (key, after, limit) =>
         messages.pendingFor(key, after ? { afterCreatedAt: after.createdAt, afterId: after.messageId, limit } : { limit }),
       find: (id) => messages.findRow(id),
-      frame: (row) => frames.message(JSON.stringify(messageToJson(row, clock.now()))),
+      frame: (row) => frames.message(stringifyJson(messageToJson(row, clock.now()))),
+      onError: (err) => deps.logger.warn('websocket backlog read failed', { error: String(err) }),
       now: () => clock.now(),
     }
-    deps.events.on('messageAccepted', ({ messageId, recipientKey }) => this.announce(messageId, recipientKey))
-    deps.events.on('agentGone', ({ publicKey, reason }) =>
+    deps.signals.onMessage((message) => this.announce(message))
+    deps.signals.onAgentGone((publicKey, reason) =>
       this.closeAgent(publicKey, reason === 'suspended' ? CLOSE.suspended : CLOSE.deleted, reason === 'suspended' ? 'agent suspended' : 'agent deleted'),
     )
+    // notices may have been lost (a cluster link dropped): every connection reads its backlog again
+    deps.signals.onResync(() => {
+      for (const set of this.byAgent.values()) for (const conn of set) conn.resync()
+    })
   }
 
   /** Bun.serve `websocket` handlers. */
@@ -114,7 +139,19 @@ export class SocketHub {
     if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return null
     if (pathOnly(request.url) !== WS_PATH) return null
     if (this.closing) return new RelayError('service_unavailable', 'The relay is stopping')
-    if (server.upgrade(request, { data: { conn: null } })) return true
+    // the address's request rate and the unfinished frame the runtime may buffer, before upgrading
+    let hold: PreAuthHold | undefined
+    const address = clientAddressOf(request)
+    try {
+      this.deps.preauth?.admit(address)
+      hold = this.deps.preauth?.open(address, 'socket')
+      hold?.take(PREAUTH_SOCKET_BYTES)
+    } catch (err) {
+      hold?.release()
+      return asRelayError(err)
+    }
+    if (server.upgrade(request, { data: { conn: null, hold, address } })) return true
+    hold?.release()
     return new RelayError('bad_request', 'Invalid WebSocket handshake')
   }
 
@@ -186,6 +223,7 @@ export class SocketHub {
   }
 
   private onClose(ws: Socket, code: number): void {
+    ws.data.hold?.release()
     const conn = ws.data.conn
     if (!conn) return
     ws.data.conn = null
@@ -194,6 +232,7 @@ export class SocketHub {
     clearTimeout(conn.authTimer)
     this.sockets.delete(conn)
     if (wasOpen) {
+      this.release(conn, conn.publicKey)
       const set = this.byAgent.get(conn.publicKey)
       set?.delete(conn)
       if (set?.size === 0) this.byAgent.delete(conn.publicKey)
@@ -211,21 +250,33 @@ export class SocketHub {
     conn.alive = true
     switch (conn.state) {
       case 'new':
+        if (byteLength(data) > MAX_AUTH_FRAME_BYTES) {
+          // like any first frame that is not an auth frame: an auth_result error, then 4001
+          return this.failAuth(conn, ws, new RelayError('unauthorized', `The first frame must be an auth frame of at most ${MAX_AUTH_FRAME_BYTES} bytes`))
+        }
         return this.onFirstFrame(conn, ws, data)
-      case 'authenticating':
-        conn.earlyBytes += data.length
-        if (conn.early.length >= MAX_EARLY_FRAMES || conn.earlyBytes > MAX_EARLY_BYTES) {
+      case 'authenticating': {
+        const n = byteLength(data)
+        conn.earlyBytes += n
+        let held = conn.early.length < MAX_EARLY_FRAMES && conn.earlyBytes <= MAX_EARLY_BYTES
+        try {
+          if (held) ws.data.hold?.take(n)
+        } catch {
+          held = false
+        }
+        if (!held) {
           conn.state = 'closed'
           return ws.close(CLOSE.policy, 'too many frames before authentication')
         }
         conn.early.push(data)
         return
+      }
       case 'open':
         return this.onFrame(conn, data)
     }
   }
 
-  /** SPEC §8.1–2: the first frame must be a valid auth frame; anything else fails authentication. */
+  /** docs/protocol.md §8.1–2: the first frame must be a valid auth frame; anything else fails authentication. */
   private onFirstFrame(conn: Connection, ws: Socket, data: string | Uint8Array): void {
     let frame: ClientFrame | null = null
     try {
@@ -235,20 +286,26 @@ export class SocketHub {
     }
     if (frame?.type !== 'auth') return this.failAuth(conn, ws, new RelayError('unauthorized', 'The first frame must be an auth frame'))
     conn.state = 'authenticating'
-    const input = { publicKey: frame.public_key, timestamp: frame.timestamp, signature: frame.signature }
+    const input = { publicKey: frame.public_key, timestamp: frame.timestamp, signature: frame.signature, address: ws.data.address ?? null }
     // authenticateWs throws synchronously for malformed input: run it inside the promise chain
-    Promise.resolve(input).then((i) => this.deps.authenticator.authenticateWs(i)).then(
+    const admit = async (i: typeof input) => {
+      const agent = await this.deps.authenticator.authenticateWs(i)
+      const max = this.opts.maxConnections
+      if (!(await this.deps.connections.tryAdd(agent.publicKey, String(conn.id), max, this.deps.clock.now()))) {
+        throw new RelayError('rate_limit_exceeded', `At most ${max} WebSocket connections per agent`, { limit: max })
+      }
+      conn.registered = true
+      return agent
+    }
+    Promise.resolve(input).then(admit).then(
       (agent) => {
-        if (conn.state !== 'authenticating') return
+        if (conn.state !== 'authenticating') return this.release(conn, agent.publicKey)
         if (this.closing) {
           conn.state = 'closed'
+          this.release(conn, agent.publicKey)
           return ws.close(CLOSE.goingAway, 'relay stopping')
         }
         const set = this.byAgent.get(agent.publicKey) ?? new Set<Connection>()
-        if (set.size >= this.opts.maxConnections) {
-          const max = this.opts.maxConnections
-          return this.failAuth(conn, ws, new RelayError('rate_limit_exceeded', `At most ${max} WebSocket connections per agent`, { limit: max }))
-        }
         clearTimeout(conn.authTimer)
         set.add(conn)
         this.byAgent.set(agent.publicKey, set)
@@ -258,6 +315,7 @@ export class SocketHub {
         const early = conn.early
         conn.early = []
         for (const f of early) if (conn.isOpen) this.onFrame(conn, f)
+        ws.data.hold?.release()
       },
       (err) => {
         if (!(err instanceof RelayError)) this.deps.logger.error('websocket authentication failed unexpectedly', { error: String(err) })
@@ -267,13 +325,14 @@ export class SocketHub {
   }
 
   private failAuth(conn: Connection, ws: Socket, err: RelayError): void {
+    ws.data.hold?.release()
     conn.state = 'closed'
     clearTimeout(conn.authTimer)
     ws.send(frames.authError(err.code, err.message))
     ws.close(CLOSE.authFailed, err.code)
   }
 
-  /** SPEC §8.4: frames after auth; a bad one gets an error frame and the connection stays. */
+  /** docs/protocol.md §8.4: frames after auth; a bad one gets an error frame and the connection stays. */
   private onFrame(conn: Connection, data: string | Uint8Array): void {
     let frame: ClientFrame
     try {
@@ -288,29 +347,27 @@ export class SocketHub {
       case 'auth':
         return conn.reply(frames.error('bad_request', 'Already authenticated'))
       case 'ack':
-        return this.ack(conn, frame.message_id)
+        return void this.ack(conn, frame.message_id)
       case 'send':
         return void this.send(conn, frame.id, frame.message)
     }
   }
 
-  private ack(conn: Connection, messageId: string): void {
-    const { messages, clock } = this.deps
-    const before = messages.findRow(messageId)
-    const wasSent = before !== null && before.status === 'sent' && before.expiresAt > clock.now() && before.recipientKey === conn.publicKey
+  private async ack(conn: Connection, messageId: string): Promise<void> {
     try {
-      messages.ack(conn.publicKey, messageId)
-      if (wasSent) this.deps.onDelivered?.()
+      const { changed } = await this.deps.messages.ack(conn.publicKey, messageId)
+      if (changed) this.deps.onDelivered?.()
     } catch (err) {
+      if (!(err instanceof RelayError)) this.deps.logger.error('websocket ack failed unexpectedly', { error: String(err) })
       const e = asRelayError(err)
       conn.reply(frames.error(e.code as ErrorCode, e.message, { message_id: messageId }))
     }
   }
 
-  /** SPEC §8.4: the checks, limits and rate limit of POST /v1/messages, answered by send_result. */
+  /** docs/protocol.md §8.4: the checks, limits and rate limit of POST /v1/messages, answered by send_result. */
   private async send(conn: Connection, id: unknown, message: unknown): Promise<void> {
     try {
-      const { rate: _rate, ...result } = await this.deps.messages.sendBatched(conn.agent!, message)
+      const { rate: _rate, ...result } = await this.deps.messages.send(conn.agent!, message)
       conn.reply(frames.sendOk(id, result))
     } catch (err) {
       if (!(err instanceof RelayError)) this.deps.logger.error('websocket send failed unexpectedly', { error: String(err), stack: (err as Error)?.stack })
@@ -321,15 +378,21 @@ export class SocketHub {
 
   // --- pushes and closes ---
 
-  /** After a commit: the message to every connection of its recipient (SPEC §8.3). */
-  private announce(messageId: string, recipientKey: string): void {
-    const set = this.byAgent.get(recipientKey)
+  /** After a commit: the committed message to every connection of its recipient (docs/protocol.md §8.3). */
+  private announce(row: MessageRecord): void {
+    const set = this.byAgent.get(row.recipientKey)
     if (!set) return
     const now = this.deps.clock.now()
-    const row: MessageRow | null = this.deps.messages.findRow(messageId)
-    if (!row || row.status !== 'sent' || row.expiresAt <= now || row.recipientKey !== recipientKey) return
-    const text = frames.message(JSON.stringify(messageToJson(row, now)))
+    if (row.status !== 'sent' || row.expiresAt <= now) return
+    const text = frames.message(stringifyJson(messageToJson(row, now)))
     for (const conn of set) conn.offer(row, text)
+  }
+
+  /** Gives back the connection's place in the per-agent count. */
+  private release(conn: Connection, publicKey: string): void {
+    if (!conn.registered) return
+    conn.registered = false
+    this.deps.connections.remove(publicKey, String(conn.id)).catch((err) => this.deps.logger.warn('websocket count update failed', { error: String(err) }))
   }
 
   private closeAgent(publicKey: string, code: number, reason: string): void {
@@ -341,7 +404,7 @@ export class SocketHub {
     }
   }
 
-  /** Keepalive (SPEC §8.5): a ping every interval; a socket silent since the last one is cut. */
+  /** Keepalive (docs/protocol.md §8.5): a ping every interval; a socket silent since the last one is cut. */
   private startPings(): void {
     if (this.pingTimer || this.closing) return
     this.pingTimer = setInterval(() => {

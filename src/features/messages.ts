@@ -1,5 +1,5 @@
 /**
- * The messaging feature: messages (SPEC §4), ACL and inbox policies (§5), rate limits (§7) and the
+ * The messaging feature: messages (docs/protocol.md §4), ACL and inbox policies (§5), rate limits (§7) and the
  * expiry sweep (§4.6). Builds its repositories, services, routes and job from the feature context.
  */
 import { Elysia } from 'elysia'
@@ -10,32 +10,34 @@ import { AclService } from '../services/acl.ts'
 import { MessagesService } from '../services/messages.ts'
 import { MessageSweeper } from '../services/messages-sweep.ts'
 import { RateLimiter } from '../services/rate-limiter.ts'
-import { AclRepo } from '../storage/acl-repo.ts'
-import { MessagesRepo } from '../storage/messages-repo.ts'
 
 export const EXPIRE_MESSAGES_JOB = 'expire-messages'
 
 export function installMessages(ctx: FeatureContext) {
-  const { config, clock, db } = ctx
-  const rateLimiter = new RateLimiter({ send: config.rateLimits.sendPerMin, poll: config.rateLimits.pollPerMin })
-  const acl = new AclService(new AclRepo(db), clock)
-  const repo = new MessagesRepo(db)
+  const { config, clock, storage } = ctx
+  const rateLimiter = new RateLimiter(
+    { send: config.rateLimits.sendPerMin, poll: config.rateLimits.pollPerMin, request: config.rateLimits.requestsPerMin },
+    storage.rates,
+  )
+  const acl = new AclService(storage, clock)
   const messages = new MessagesService({
-    repo,
+    storage,
     acl,
     rateLimiter,
     clock,
-    events: ctx.events,
-    writes: ctx.writes,
+    signals: ctx.signals,
     expiredRetentionMs: config.messages.expiredRetentionMs,
   })
-  const sweeper = new MessageSweeper(repo, config.messages.expiredRetentionMs)
+  const sweeper = new MessageSweeper(storage, config.messages.expiredRetentionMs)
   ctx.scheduler.add(EXPIRE_MESSAGES_JOB, config.sweepIntervalMs, async (now) => {
     const result = await sweeper.runOnce(now)
-    return { ...result, rate_limit_agents_dropped: rateLimiter.prune(now) }
+    return { ...result, rate_limit_agents_dropped: await rateLimiter.prune(now) }
   })
-
-  ctx.onStop.push(() => messages.flushPending())
+  // an agent deleted: its ACL entries and the messages addressed to it go (docs/protocol.md §2.2)
+  ctx.agents.onDelete(async (tx, publicKey) => {
+    await tx.acl.removeOwnedBy(publicKey)
+    await tx.messages.removeAddressedTo(publicKey)
+  })
 
   const routes = new Elysia({ name: 'feature-messages' }).use(messageRoutes(messages)).use(aclRoutes(acl))
   return { routes, messages, acl, rateLimiter, sweeper }

@@ -1,5 +1,5 @@
 /**
- * GET /metrics in the Prometheus text format (SPEC §13 operator interface): on the main port when
+ * GET /metrics in the Prometheus text format (docs/protocol.md §13 operator interface): on the main port when
  * `metrics.enabled` (RELAY_METRICS=true), or on its own listener when `metrics.addr`
  * (RELAY_METRICS_ADDR) is set — then never on the main port. Off by default, so counts are not public.
  *
@@ -13,7 +13,7 @@ import type { Logger } from '../lib/logger.ts'
 import { METRICS } from '../metrics/catalog.ts'
 import { CONTENT_TYPE, MetricsRegistry } from '../metrics/registry.ts'
 import type { FeatureContext } from '../relay.ts'
-import { StatsRepo } from '../storage/stats-repo.ts'
+import type { RelayFigures } from '../services/ports.ts'
 import { VERSION } from '../version.ts'
 
 /** Methods outside this set are counted as OTHER, so odd requests cannot grow the label space. */
@@ -63,29 +63,43 @@ export function installMetrics(ctx: FeatureContext) {
     }
   } })
 
-  // stored data, read at scrape time so that every process writing the database is reflected
-  const stats = new StatsRepo(ctx.db.$client, ctx.paths.database)
-  metrics.gauge({ ...METRICS.agents, collect: () => Object.entries(stats.agentCounts()).filter(([k]) => k !== 'total').map(([status, value]) => ({ labels: { status }, value })) })
-  metrics.gauge({ ...METRICS.messages, collect: () => Object.entries(stats.messageCounts(clock.now())).map(([status, value]) => ({ labels: { status }, value })) })
-  let blobs: ReturnType<StatsRepo['blobCounts']> | undefined
-  metrics.gauge({ ...METRICS.blobRecords, collect: () => (blobs = stats.blobCounts(clock.now())).records })
-  metrics.gauge({ ...METRICS.blobRecordBytes, collect: () => blobs?.bytes ?? 0 })
-  metrics.gauge({ ...METRICS.blobStoredBytes, collect: () => blobs?.stored_bytes ?? 0 })
-  let hooks: ReturnType<StatsRepo['webhookCounts']> | undefined
-  metrics.gauge({ ...METRICS.webhooks, collect: () => {
-    hooks = stats.webhookCounts()
-    return [{ labels: { state: 'enabled' }, value: hooks.enabled }, { labels: { state: 'disabled' }, value: hooks.disabled }]
-  } })
-  metrics.gauge({ ...METRICS.webhookQueue, collect: () => hooks?.pending_deliveries ?? 0 })
-  let size: ReturnType<StatsRepo['databaseSize']> | undefined
-  metrics.gauge({ ...METRICS.databaseBytes, collect: () => (size = stats.databaseSize()).size_bytes })
-  metrics.gauge({ ...METRICS.walBytes, collect: () => size?.wal_bytes ?? 0 })
+  // stored data, read at each scrape (so that every process writing the database is reflected) into a
+  // snapshot the gauges report from
+  let figures: RelayFigures | undefined
+  const refresh = async () => {
+    try {
+      figures = await ctx.storage.stats.figures(clock.now())
+    } catch (err) {
+      logger.warn('reading figures for /metrics failed', { error: String(err) })
+    }
+  }
+  const labelled = <T extends Record<string, number>>(values: T | undefined, label: string, skip: string[] = []) =>
+    Object.entries(values ?? {})
+      .filter(([k]) => !skip.includes(k))
+      .map(([k, value]) => ({ labels: { [label]: k }, value: value as number }))
+  metrics.gauge({ ...METRICS.agents, collect: () => labelled(figures?.agents, 'status', ['total']) })
+  metrics.gauge({ ...METRICS.messages, collect: () => labelled(figures?.messages, 'status', ['total']) })
+  metrics.gauge({ ...METRICS.blobRecords, collect: () => figures?.blobs.records ?? 0 })
+  metrics.gauge({ ...METRICS.blobRecordBytes, collect: () => figures?.blobs.bytes ?? 0 })
+  metrics.gauge({ ...METRICS.blobStoredBytes, collect: () => figures?.blobs.stored_bytes ?? 0 })
+  metrics.gauge({ ...METRICS.webhooks, collect: () => [
+    { labels: { state: 'enabled' }, value: figures?.webhooks.enabled ?? 0 },
+    { labels: { state: 'disabled' }, value: figures?.webhooks.disabled ?? 0 },
+  ] })
+  metrics.gauge({ ...METRICS.webhookQueue, collect: () => figures?.webhooks.pending_deliveries ?? 0 })
+  metrics.gauge({ ...METRICS.databaseBytes, collect: () => figures?.database.size_bytes ?? 0 })
+  metrics.gauge({ ...METRICS.walBytes, collect: () => figures?.database.wal_bytes ?? 0 })
 
   // events
   const sent = metrics.counter(METRICS.messagesSent)
-  ctx.events.on('messageAccepted', () => sent.inc())
+  ctx.signals.onMessage((_message, origin) => {
+    if (origin === 'local') sent.inc()
+  })
 
-  const respond = () => new Response(metrics.expose(), { headers: { 'content-type': CONTENT_TYPE } })
+  const respond = async () => {
+    await refresh()
+    return new Response(metrics.expose(), { headers: { 'content-type': CONTENT_TYPE } })
+  }
   const onMainPort = config.metrics.enabled && !config.metrics.addr
   const routes = new Elysia({ name: 'routes-metrics' })
   if (onMainPort) routes.get('/metrics', respond, { detail: { hide: true } })

@@ -1,5 +1,5 @@
 /**
- * Real-time delivery: WebSocket push on /v1/ws (SPEC §8) and durable, signed webhooks (SPEC §9).
+ * Real-time delivery: WebSocket push on /v1/ws (docs/protocol.md §8) and durable, signed webhooks (docs/protocol.md §9).
  * Builds the socket hub, the webhook routes and service, the outbox dispatcher and its job, and hooks
  * the outbox into the message insert so that a message and its delivery commit together.
  */
@@ -14,7 +14,6 @@ import { webhookRoutes } from '../http/routes/webhooks.ts'
 import { METRICS } from '../metrics/catalog.ts'
 import type { FeatureContext } from '../relay.ts'
 import { WebhooksService } from '../services/webhooks.ts'
-import { WebhooksRepo } from '../storage/webhooks-repo.ts'
 import type { MessagesFeature } from './messages.ts'
 
 export const DISPATCH_WEBHOOKS_JOB = 'dispatch-webhooks'
@@ -31,20 +30,27 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
 
   // --- WebSocket ---
   const hub = new SocketHub(
-    { authenticator: ctx.authenticator, messages, events: ctx.events, clock, logger, onDelivered: () => delivered.inc({ channel: 'websocket' }) },
+    {
+      authenticator: ctx.authenticator,
+      messages,
+      signals: ctx.signals,
+      connections: ctx.connections,
+      clock,
+      logger,
+      preauth: ctx.preauth,
+      onDelivered: () => delivered.inc({ channel: 'websocket' }),
+    },
     { maxConnections: config.ws.maxConnections, pingIntervalMs: config.ws.pingIntervalMs, authTimeoutMs: config.ws.authTimeoutMs },
   )
   metrics.gauge({ ...METRICS.websocketConnections, collect: () => hub.authenticatedCount })
   ctx.health.component('websocket', () => hub.report())
 
   // --- webhooks ---
-  const repo = new WebhooksRepo(ctx.db)
-  const webhooks = new WebhooksService(repo, clock, { allowPrivateTargets: config.webhooks.allowPrivateTargets })
+  const storage = ctx.storage
+  const webhooks = new WebhooksService(storage, clock, { allowPrivateTargets: config.webhooks.allowPrivateTargets })
   const dispatcher = new WebhookDispatcher(
     {
-      repo,
-      messages,
-      writes: ctx.writes,
+      storage,
       clock,
       logger,
       fetch: ctx.fetch,
@@ -53,20 +59,28 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
     },
     config.webhooks,
   )
-  // the delivery row is written in the transaction that inserts the message (crash-safe outbox); the
+  // the delivery row is written in the unit of work that inserts the message (crash-safe outbox); the
   // kick runs on a later turn of the event loop, after that commit
-  messages.onInsert((row) => {
-    if (webhooks.enqueueFor(row)) dispatcher.kick()
+  messages.onInsert(async (tx, row) => {
+    if (await webhooks.enqueueFor(tx, row)) dispatcher.kick()
   })
-  // SPEC §2.3: a suspended agent receives nothing on any channel (deleted agents lose their rows with the agent)
-  ctx.events.on('agentGone', ({ publicKey, reason }) => {
-    if (reason === 'suspended') repo.cancelDeliveries(publicKey)
+  // docs/protocol.md §2.3: a suspended agent receives nothing on any channel — with the suspension when it
+  // is made here, and as soon as this relay hears of one made elsewhere (relay admin, another instance)
+  ctx.agents.onSuspend(async (tx, publicKey) => {
+    await tx.webhooks.cancelDeliveries(publicKey)
   })
+  ctx.signals.onAgentGone((publicKey, reason) => {
+    if (reason === 'suspended') {
+      storage.webhooks.cancelDeliveries(publicKey).catch((err) => logger.warn('cancelling webhook deliveries failed', { agent: publicKey, error: String(err) }))
+    }
+  })
+  // docs/protocol.md §2.2: a deleted agent's webhook and pending deliveries go with it
+  ctx.agents.onDelete((tx, publicKey) => tx.webhooks.removeFor(publicKey))
   ctx.scheduler.add(DISPATCH_WEBHOOKS_JOB, DISPATCH_INTERVAL_MS, () => {
     dispatcher.kick()
     return { in_flight: dispatcher.inFlightCount }
   })
-  ctx.health.component('webhooks', () => ({ status: 'ok', queue_depth: repo.pendingCount(), in_flight: dispatcher.inFlightCount }))
+  ctx.health.component('webhooks', async () => ({ status: 'ok', queue_depth: await storage.webhooks.pendingCount(), in_flight: dispatcher.inFlightCount }))
   ctx.onStop.push(() => dispatcher.stop(STOP_GRACE_MS))
 
   return {
@@ -86,7 +100,6 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
     hub,
     webhooks,
     dispatcher,
-    repo,
   }
 }
 

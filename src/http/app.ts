@@ -1,6 +1,6 @@
 /**
  * The Elysia application: request ids, raw-body capture, signature authentication (before any
- * validation, SPEC §1.2), one error renderer, access logs. Routes come from feature plugins.
+ * validation, docs/protocol.md §1.2), one error renderer, access logs. Routes come from feature plugins.
  */
 import { Elysia } from 'elysia'
 import { bodyHash } from '../auth/canonical.ts'
@@ -8,18 +8,20 @@ import type { Config } from '../config/config.ts'
 import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { newRequestId } from '../lib/ids.ts'
+import { JsonTextError, MAX_JSON_DEPTH, parseJsonText } from '../lib/json-text.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { Authenticator } from '../services/authenticator.ts'
-import type { AgentRow } from '../storage/agents-repo.ts'
+import type { AgentRecord } from '../services/models/records.ts'
 import { readRawBody } from './body.ts'
+import { clientAddressOf, type PreAuthBudget } from './preauth.ts'
 import { errorResponse, logUnexpected, toRelayError } from './errors.ts'
 import { pathWithQuery } from '../lib/url.ts'
 import { PARSE_FAILED, setState, stateOf, type RequestState } from './request-state.ts'
 
-/** Whole-request limit for JSON endpoints (SPEC §4.3, §12). Blob uploads stream instead. */
+/** Whole-request limit for JSON endpoints (docs/protocol.md §4.3, §12). Blob uploads stream instead. */
 export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
 
-/** Paths that need no signature (SPEC §1.1). */
+/** Paths that need no signature (docs/protocol.md §1.1). */
 export function isPublicPath(path: string): boolean {
   return path.startsWith('/v1/health') || path === '/v1/openapi.json' || path === '/docs' || path.startsWith('/docs/') || path === '/metrics'
 }
@@ -33,28 +35,69 @@ export interface AppDeps {
   clock: Clock
   logger: Logger
   authenticator: Authenticator
+  /** Request rate per address and memory for bodies not yet authenticated. */
+  preauth: PreAuthBudget
   /** Observes every finished request (metrics). */
   onRequestDone?: (info: { method: string; route: string; status: number; durationMs: number }) => void
 }
 
-function decodeJson(raw: Uint8Array): unknown {
+/**
+ * The request body as JSON: strict UTF-8, nesting at most MAX_JSON_DEPTH levels (checked without
+ * recursion), member texts remembered for the fields kept exactly as sent (see lib/json-text.ts).
+ * PARSE_FAILED with the reason in `state.parseError` when it is not such a document.
+ */
+function decodeJson(raw: Uint8Array, state: RequestState): unknown {
   if (raw.length === 0) return undefined
+  let text: string
   try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw))
+    text = new TextDecoder('utf-8', { fatal: true }).decode(raw)
   } catch {
+    state.parseError = new RelayError('bad_request', 'Malformed request body: not valid UTF-8')
+    return PARSE_FAILED
+  }
+  try {
+    return parseJsonText(text)
+  } catch (err) {
+    const deep = err instanceof JsonTextError && err.kind === 'depth'
+    state.parseError = new RelayError('bad_request', deep ? `Malformed request body: ${err.message}` : 'Malformed request body: expected JSON', deep ? { max_depth: MAX_JSON_DEPTH } : null)
     return PARSE_FAILED
   }
 }
 
+function signedInput(request: Request) {
+  const h = request.headers
+  return { publicKey: h.get('x-m2m-public-key'), timestamp: h.get('x-m2m-timestamp'), signature: h.get('x-m2m-signature'), address: clientAddressOf(request) }
+}
+
 /** The authenticated caller of a request; only valid in routes that are not public. */
-export function callerOf(request: Request): AgentRow {
+export function callerOf(request: Request): AgentRecord {
   const agent = stateOf(request)?.agent
   if (!agent) throw new RelayError('unauthorized', 'Authentication required')
   return agent
 }
 
 export function createApp(deps: AppDeps) {
-  const { logger, authenticator } = deps
+  const { logger, authenticator, preauth } = deps
+  const bodyTimeoutMs = deps.config.preauth.bodyTimeoutMs
+
+  /**
+   * Before a body byte is read (docs/protocol.md §1.2 steps 1–2, cheapest first): the client address's request
+   * rate, then the signature headers' shape and the timestamp window. A request that fails is answered
+   * at once; its body is never buffered (the runtime discards it as it arrives).
+   */
+  const admit = (state: RequestState, request: Request): void => {
+    if (state.admitted) return
+    state.admitted = true
+    preauth.admit(clientAddressOf(request))
+    state.pendingAuth = authenticator.checkHeaders(signedInput(request))
+  }
+
+  /** The body, held against the pre-auth budget and read within the body deadline. */
+  const readBody = (state: RequestState, request: Request): Promise<Uint8Array> => {
+    state.hold ??= preauth.open(clientAddressOf(request))
+    return readRawBody(request, MAX_JSON_REQUEST_BYTES, { hold: state.hold, timeoutMs: bodyTimeoutMs })
+  }
+
   return new Elysia({ normalize: false, aot: true })
     .onRequest(({ request, set }) => {
       const state: RequestState = { requestId: newRequestId(), startedAt: performance.now() }
@@ -65,42 +108,46 @@ export function createApp(deps: AppDeps) {
       const state = stateOf(request) as RequestState
       if (streamedBodies.has(path)) return null
       try {
-        state.raw = await readRawBody(request, MAX_JSON_REQUEST_BYTES)
+        if (!isPublicPath(path)) admit(state, request)
+        state.raw = await readBody(state, request)
       } catch (err) {
         // Elysia would turn a throw here into a parse error; the transform step rethrows it as is
         state.bodyError = err
         return null
       }
-      state.parsed = decodeJson(state.raw)
+      state.parsed = decodeJson(state.raw, state)
       return state.parsed === PARSE_FAILED ? null : (state.parsed ?? null)
     })
     .onTransform({ as: 'global' }, async ({ request, path }) => {
       const state = stateOf(request) as RequestState
       if (state.bodyError) throw state.bodyError
       if (isPublicPath(path)) return
-      if (state.raw === undefined && request.body && !request.bodyUsed && !streamedBodies.has(path)) {
-        state.raw = await readRawBody(request, MAX_JSON_REQUEST_BYTES)
-        state.parsed = decodeJson(state.raw)
+      admit(state, request)
+      // blob uploads: headers and window are checked; the route finishes the signature check once the
+      // streamed hash is known (docs/protocol.md §6)
+      if (streamedBodies.has(path)) return
+      if (state.raw === undefined && request.body && !request.bodyUsed) {
+        state.raw = await readBody(state, request)
+        state.parsed = decodeJson(state.raw, state)
       }
-      const h = request.headers
-      const input = { publicKey: h.get('x-m2m-public-key'), timestamp: h.get('x-m2m-timestamp'), signature: h.get('x-m2m-signature') }
-      if (streamedBodies.has(path)) {
-        // blob uploads: headers and window now, before a byte is read; the route finishes the
-        // signature check once the streamed hash is known (SPEC §6)
-        state.pendingAuth = authenticator.checkHeaders(input)
-        return
+      let auth
+      try {
+        auth = await authenticator.authenticateRequestDeferred(signedInput(request), request.method, pathWithQuery(request.url), bodyHash(state.raw))
+      } finally {
+        // authenticated or refused: either way the body no longer counts as unauthenticated
+        state.hold?.release()
       }
-      const auth = await authenticator.authenticateRequestDeferred(input, request.method, pathWithQuery(request.url), bodyHash(state.raw))
       state.agent = auth.agent
       // awaited by relay.handle before the answer leaves (see authenticateRequestDeferred)
       state.replayCommitted = auth.committed
       auth.committed.catch(() => {})
-      if (state.parsed === PARSE_FAILED) throw new RelayError('bad_request', 'Malformed request body: expected JSON')
+      if (state.parsed === PARSE_FAILED) throw state.parseError ?? new RelayError('bad_request', 'Malformed request body: expected JSON')
     })
     .onError({ as: 'global' }, ({ code, error, request, path, set }) => {
       const state = stateOf(request)
       const requestId = state?.requestId ?? newRequestId()
       const { err, unexpected } = toRelayError(code, error)
+      if (state) state.errorCode = err.code
       set.status = err.status
       if (unexpected) logUnexpected(logger, error, requestId, path)
       return errorResponse(err, requestId)
@@ -119,6 +166,7 @@ export function createApp(deps: AppDeps) {
           status,
           duration_ms: Math.round(durationMs * 100) / 100,
           agent: state.agent?.publicKey,
+          code: state.errorCode,
         })
       }
     })

@@ -1,4 +1,4 @@
-/** The one error renderer: every failure becomes the SPEC §11 envelope with the request id. */
+/** The one error renderer: every failure becomes the docs/protocol.md §11 envelope with the request id. */
 import { ERROR_STATUS, RelayError, errorBody, type ErrorCode } from '../errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import { collectFieldErrors } from '../services/validate.ts'

@@ -1,13 +1,40 @@
-/** Query parameters as services take them: each name once as a string, a repeated name as an array. */
+import { badRequest, type FieldErrors } from '../errors.ts'
+
+/** Decodes one query component (`+` is a space); null when it is not valid percent-encoded UTF-8. */
+function decodeComponent(text: string): string | null {
+  if (!text.includes('%') && !text.includes('+')) return text
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '))
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Query parameters as services take them: each name once as a string, a repeated name as an array,
+ * empty pieces (`&&`) skipped. A name or value that is not valid percent-encoded UTF-8 (`%ff`, `%ED%A0%80`,
+ * a lone `%`) is a 400 naming the parameter — never silently replaced by U+FFFD.
+ */
 export function rawQuery(request: Request): Record<string, string | string[]> {
   const url = request.url
   const q = url.indexOf('?')
   const out: Record<string, string | string[]> = {}
   if (q < 0) return out
   const hash = url.indexOf('#', q)
-  for (const [name, value] of new URLSearchParams(hash < 0 ? url.slice(q + 1) : url.slice(q + 1, hash))) {
+  const fields: FieldErrors = {}
+  for (const piece of (hash < 0 ? url.slice(q + 1) : url.slice(q + 1, hash)).split('&')) {
+    if (piece === '') continue
+    const eq = piece.indexOf('=')
+    const rawName = eq < 0 ? piece : piece.slice(0, eq)
+    const name = decodeComponent(rawName)
+    const value = decodeComponent(eq < 0 ? '' : piece.slice(eq + 1))
+    if (name === null || value === null) {
+      fields[name ?? rawName] = 'is not valid percent-encoded UTF-8'
+      continue
+    }
     const prev = out[name]
     out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value]
   }
+  if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
   return out
 }

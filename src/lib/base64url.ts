@@ -1,4 +1,4 @@
-/** Unpadded base64url helpers (SPEC §1: keys, signatures and hashes use this encoding). */
+/** Unpadded base64url helpers (keys, signatures and hashes use this encoding). */
 
 const STRICT = /^[A-Za-z0-9_-]*$/
 

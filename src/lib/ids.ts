@@ -5,16 +5,16 @@ export function randomHex(chars: number): string {
   return randomBytes(Math.ceil(chars / 2)).toString('hex').slice(0, chars)
 }
 
-/** `req_` + 16 hex: the request id of SPEC §11. */
+/** `req_` + 16 hex: the request id of docs/protocol.md §11. */
 export const newRequestId = (): string => `req_${randomHex(16)}`
 
-/** `msg_<unix-seconds>_<12 lowercase hex>` (SPEC §4.1). */
+/** `msg_<unix-seconds>_<12 lowercase hex>` (docs/protocol.md §4.1). */
 export const newMessageId = (nowMs: number): string => `msg_${Math.floor(nowMs / 1000)}_${randomHex(12)}`
 
-/** `blob_` + 24 random hex chars, never derived from the content (SPEC §6). */
+/** `blob_` + 24 random hex chars, never derived from the content (docs/protocol.md §6). */
 export const newBlobId = (): string => `blob_${randomHex(24)}`
 
-/** `dlv_` + 24 random hex chars: one per message per webhook, stable across attempts (SPEC §9). */
+/** `dlv_` + 24 random hex chars: one per message per webhook, stable across attempts (docs/protocol.md §9). */
 export const newDeliveryId = (): string => `dlv_${randomHex(24)}`
 
 export const MESSAGE_ID_PATTERN = /^msg_\d{1,12}_[0-9a-f]{12}$/

@@ -1,4 +1,4 @@
-/** Parsing of the duration and size strings accepted in configuration (SPEC §13). */
+/** Parsing of the duration and size strings accepted in configuration (docs/protocol.md §13). */
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 const SIZE_UNITS: Record<string, number> = { b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }

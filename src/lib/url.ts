@@ -5,17 +5,19 @@ export function pathStart(url: string): number {
   return url.indexOf('/', url.indexOf('//') + 2)
 }
 
-/** The request target exactly as sent: path plus query (what a signature covers, SPEC §1.1). */
+/**
+ * The request target as received: path, query and anything after it — a `#` a client put on the request
+ * line included (the runtime keeps it). What a signature covers, up to the runtime's own
+ * re-encodings that auth/canonical.ts undoes.
+ */
 export function pathWithQuery(url: string): string {
   const start = pathStart(url)
-  if (start < 0) return '/'
-  const hash = url.indexOf('#', start)
-  return hash < 0 ? url.slice(start) : url.slice(start, hash)
+  return start < 0 ? '/' : url.slice(start)
 }
 
-/** The path alone. */
+/** The path alone, without query or fragment. */
 export function pathOnly(url: string): string {
   const target = pathWithQuery(url)
-  const query = target.indexOf('?')
-  return query < 0 ? target : target.slice(0, query)
+  const end = target.search(/[?#]/)
+  return end < 0 ? target : target.slice(0, end)
 }

@@ -9,7 +9,7 @@ export const METRICS = {
   httpDuration: { type: 'histogram', name: 'relay_http_request_duration_seconds', help: 'Time to answer HTTP requests, by method, route template and status.', labelNames: ['method', 'route', 'status'] },
   jobRuns: { type: 'counter', name: 'relay_job_runs_total', help: 'Background job runs, by job and outcome (ok or error).', labelNames: ['job', 'outcome'] },
   jobDuration: { type: 'histogram', name: 'relay_job_duration_seconds', help: 'Duration of background job runs, by job.', labelNames: ['job'] },
-  /** Counted from the messageAccepted event: message features must not increment it themselves. */
+  /** Counted from the committed-message signal (this instance's only): message features must not increment it themselves. */
   messagesSent: { type: 'counter', name: 'relay_messages_sent_total', help: 'Messages accepted for delivery (HTTP and WebSocket sends).', labelNames: [] },
   agents: { type: 'gauge', name: 'relay_agents', help: 'Agents stored, by status.', labelNames: ['status'] },
   messages: { type: 'gauge', name: 'relay_messages', help: 'Messages stored, by effective status.', labelNames: ['status'] },

@@ -1,22 +1,23 @@
 /**
- * Access control (SPEC §5) and the inbox-policy decision of SPEC §4.3 step 6, which every send path
+ * Access control (docs/protocol.md §5) and the inbox-policy decision of docs/protocol.md §4.3 step 6, which every send path
  * (HTTP and WebSocket) goes through.
  */
 import { RelayError, badRequest } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
-import type { AclRepo, AclRow } from '../storage/acl-repo.ts'
+import type { AclRecord } from './models/records.ts'
+import type { AclStore, Storage } from './ports.ts'
 import { AclPutInput, type AclEntryJson, type AclEntryType } from './models/acl.ts'
 import { validate } from './validate.ts'
 
-/** SPEC §5 / §12. */
+/** docs/protocol.md §5 / §12. */
 export const MAX_ACL_ENTRIES = 10_000
 const KEY_PATTERN = /^[A-Za-z0-9_-]{43}$/
 
 export type InboxPolicy = 'open' | 'closed' | 'allowlist' | 'blocklist'
 
 /** The one serializer for ACL entries. */
-export function aclEntryToJson(row: AclRow): AclEntryJson {
+export function aclEntryToJson(row: AclRecord): AclEntryJson {
   return {
     id: row.id,
     owner_key: row.ownerKey,
@@ -29,31 +30,31 @@ export function aclEntryToJson(row: AclRow): AclEntryJson {
 
 export class AclService {
   constructor(
-    private readonly repo: AclRepo,
+    private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly maxEntries: number = MAX_ACL_ENTRIES,
   ) {}
 
   /**
-   * Whether `recipient`'s inbox policy lets `senderKey` in (SPEC §4.3 step 6): `open` accepts all,
+   * Whether `recipient`'s inbox policy lets `senderKey` in (docs/protocol.md §4.3 step 6): `open` accepts all,
    * `closed` none, `allowlist` only senders with an `allow` entry, `blocklist` all but those with a
    * `block` entry. Self-sends are decided by the caller, before this.
    */
-  admits(recipientKey: string, policy: InboxPolicy, senderKey: string): boolean {
+  async admits(recipientKey: string, policy: InboxPolicy, senderKey: string, acl: AclStore = this.storage.acl): Promise<boolean> {
     switch (policy) {
       case 'open':
         return true
       case 'closed':
         return false
       case 'allowlist':
-        return this.repo.entryTypeFor(recipientKey, senderKey) === 'allow'
+        return (await acl.entryTypeFor(recipientKey, senderKey)) === 'allow'
       case 'blocklist':
-        return this.repo.entryTypeFor(recipientKey, senderKey) !== 'block'
+        return (await acl.entryTypeFor(recipientKey, senderKey)) !== 'block'
     }
   }
 
   /** Entries of the owner, newest first, optionally of one type. `query` is the raw query string map. */
-  list(caller: string, owner: string, query: Record<string, string | string[]> = {}): AclRow[] {
+  async list(caller: string, owner: string, query: Record<string, string | string[]> = {}): Promise<AclRecord[]> {
     this.assertOwner(caller, owner)
     const fields: Record<string, string> = {}
     for (const [name, value] of Object.entries(query)) {
@@ -61,46 +62,46 @@ export class AclService {
       else if (value !== 'allow' && value !== 'block') fields[name] = 'must be allow or block'
     }
     if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
-    return this.repo.list(owner, query.entry_type as AclEntryType | undefined)
+    return this.storage.acl.list(owner, query.entry_type as AclEntryType | undefined)
   }
 
-  get(caller: string, owner: string, peer: string): AclRow {
+  async get(caller: string, owner: string, peer: string): Promise<AclRecord> {
     this.assertOwner(caller, owner)
     this.assertPeer(peer)
-    const row = this.repo.find(owner, peer)
+    const row = await this.storage.acl.find(owner, peer)
     if (!row) throw new RelayError('not_found', 'No ACL entry for this peer')
     return row
   }
 
   /** Creates or changes the entry for `peer`; `created` tells 201 from 200. At most 10,000 per owner. */
-  put(caller: string, owner: string, peer: string, body: unknown): { row: AclRow; created: boolean } {
+  async put(caller: string, owner: string, peer: string, body: unknown): Promise<{ row: AclRecord; created: boolean }> {
     this.assertOwner(caller, owner)
     this.assertPeer(peer)
     const { entry_type } = validate(AclPutInput, body ?? undefined)
     const now = this.clock.now()
-    return this.repo.transaction(() => {
-      const existing = this.repo.find(owner, peer)
+    return this.storage.transaction(async ({ acl }) => {
+      const existing = await acl.find(owner, peer)
       if (existing) {
         if (existing.entryType !== entry_type) {
-          this.repo.setType(existing.id, entry_type, now)
+          await acl.setType(existing.id, entry_type, now)
           existing.entryType = entry_type
           existing.updatedAt = now
         }
         return { row: existing, created: false }
       }
-      if (this.repo.count(owner) >= this.maxEntries) {
+      if ((await acl.count(owner)) >= this.maxEntries) {
         throw new RelayError('unprocessable_entity', `An agent can have at most ${this.maxEntries} ACL entries`, {
           limit: this.maxEntries,
         })
       }
-      return { row: this.repo.insert(owner, peer, entry_type, now), created: true }
+      return { row: await acl.insert(owner, peer, entry_type, now), created: true }
     })
   }
 
-  delete(caller: string, owner: string, peer: string): void {
+  async delete(caller: string, owner: string, peer: string): Promise<void> {
     this.assertOwner(caller, owner)
     this.assertPeer(peer)
-    if (!this.repo.delete(owner, peer)) throw new RelayError('not_found', 'No ACL entry for this peer')
+    if (!(await this.storage.acl.delete(owner, peer))) throw new RelayError('not_found', 'No ACL entry for this peer')
   }
 
   private assertOwner(caller: string, owner: string): void {

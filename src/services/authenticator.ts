@@ -1,16 +1,15 @@
 /**
- * Request authentication, SPEC §1.2, in its exact order: header shape (401 unauthorized), timestamp
+ * Request authentication, docs/protocol.md §1.2, in its exact order: header shape (401 unauthorized), timestamp
  * window (401 timestamp_expired), signature (401 invalid_signature), replay (409 replay_detected), then
  * the agent (auto-created; 403 agent_suspended). Shared by HTTP requests and WebSocket auth frames.
  */
-import { canonicalString, wsCanonicalString } from '../auth/canonical.ts'
+import { canonicalStrings, wsCanonicalString } from '../auth/canonical.ts'
 import { decodePublicKey, decodeSignature } from '../auth/keys.ts'
 import type { VerifyPool } from '../auth/verify-pool.ts'
 import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
-import type { AgentRow, AgentsRepo } from '../storage/agents-repo.ts'
-import type { GroupCommit } from '../storage/group-commit.ts'
-import type { ReplayCache } from '../auth/replay-cache.ts'
+import type { AgentRecord } from './models/records.ts'
+import type { AgentStore, ReplayStore } from './ports.ts'
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
 
@@ -24,16 +23,19 @@ export function parseRfc3339(text: string): number | null {
   return Number.isFinite(ms) ? ms : null
 }
 
-/** Writes of last_active_at are coalesced to one per agent per this many ms (SPEC §1.2). */
+/** Writes of last_active_at are coalesced to one per agent per this many ms (docs/protocol.md §1.2). */
 const TOUCH_INTERVAL_MS = 10_000
 
 export interface SignedInput {
   publicKey: string | null
   timestamp: string | null
   signature: string | null
+  /** The client address (for the per-address new-agent rate); null or absent when exempt. */
+  address?: string | null
 }
 
 export interface PrecheckedAuth {
+  address?: string | null
   publicKey: string
   keyBytes: Uint8Array
   signature: string
@@ -41,17 +43,47 @@ export interface PrecheckedAuth {
   timestamp: string
 }
 
+/** 22 base64url characters = the first 128 bits of a signature: enough to identify it in the replay guard. */
+const SIGNATURE_ID_CHARS = 22
+
+/**
+ * Who may use the relay at all (operator admission): called for every authenticated key before its
+ * agent is used, with whether a record exists; throws 403 `forbidden` to refuse (nothing is created).
+ */
+export interface AdmissionGate {
+  check(publicKey: string, known: boolean, address?: string | null): Promise<void>
+}
+
+export interface AuthenticatorDeps {
+  agents: AgentStore
+  replay: ReplayStore
+  verifier: VerifyPool
+  clock: Clock
+  toleranceMs: number
+  admission?: AdmissionGate
+  /** A write nobody waits for failed (last-active updates). */
+  onBackgroundError?: (err: unknown) => void
+}
+
 export class Authenticator {
   private readonly lastTouch = new Map<string, number>()
+  private readonly agents: AgentStore
+  private readonly replay: ReplayStore
+  private readonly verifier: VerifyPool
+  private readonly clock: Clock
+  private readonly toleranceMs: number
+  private readonly admission: AdmissionGate | undefined
+  private readonly onBackgroundError: (err: unknown) => void
 
-  constructor(
-    private readonly agents: AgentsRepo,
-    private readonly replay: ReplayCache,
-    private readonly verifier: VerifyPool,
-    private readonly writes: GroupCommit,
-    private readonly clock: Clock,
-    private readonly toleranceMs: number,
-  ) {}
+  constructor(deps: AuthenticatorDeps) {
+    this.agents = deps.agents
+    this.replay = deps.replay
+    this.verifier = deps.verifier
+    this.clock = deps.clock
+    this.toleranceMs = deps.toleranceMs
+    this.admission = deps.admission
+    this.onBackgroundError = deps.onBackgroundError ?? (() => {})
+  }
 
   /**
    * Steps 1–5 for an HTTP request (`bodyHash` over the raw body bytes), without waiting for the replay
@@ -64,13 +96,14 @@ export class Authenticator {
     method: string,
     pathWithQuery: string,
     bodyHash: string,
-  ): Promise<{ agent: AgentRow; committed: Promise<void> }> {
+  ): Promise<{ agent: AgentRecord; committed: Promise<void> }> {
     const pre = this.checkHeaders(input)
-    return this.verifyAndReserve(pre, canonicalString(method, pathWithQuery, pre.timestamp, bodyHash))
+    // the target as received, and as sent when the runtime re-encoded characters sent raw (auth/canonical.ts)
+    return this.verifyAndReserve(pre, canonicalStrings(method, pathWithQuery, pre.timestamp, bodyHash))
   }
 
   /** Steps 1–5 for a WebSocket auth frame (canonical string `WS\n` + timestamp). */
-  authenticateWs(input: SignedInput): Promise<AgentRow> {
+  authenticateWs(input: SignedInput): Promise<AgentRecord> {
     const pre = this.checkHeaders(input)
     return this.finish(pre, wsCanonicalString(pre.timestamp))
   }
@@ -93,43 +126,54 @@ export class Authenticator {
     if (Math.abs(this.clock.now() - at) > this.toleranceMs) {
       throw new RelayError('timestamp_expired', `Timestamp is outside the allowed window of ±${Math.round(this.toleranceMs / 1000)} s`)
     }
-    return { publicKey, keyBytes, signature, sigBytes, timestamp }
+    return { publicKey, keyBytes, signature, sigBytes, timestamp, address: input.address }
   }
 
   /**
    * Steps 3–5: signature over the canonical text, then the replay cache (resolves once the
    * signature is durably recorded), then the agent. Nothing happens for a replay.
    */
-  async finish(pre: PrecheckedAuth, canonicalText: string): Promise<AgentRow> {
+  async finish(pre: PrecheckedAuth, canonicalText: string | readonly string[]): Promise<AgentRecord> {
     const { agent, committed } = await this.verifyAndReserve(pre, canonicalText)
     await committed
     return agent
   }
 
-  private async verifyAndReserve(pre: PrecheckedAuth, canonicalText: string): Promise<{ agent: AgentRow; committed: Promise<void> }> {
-    if (!(await this.verifier.verify(pre.keyBytes, canonicalText, pre.sigBytes))) {
+  private async verifyAndReserve(pre: PrecheckedAuth, canonicalText: string | readonly string[]): Promise<{ agent: AgentRecord; committed: Promise<void> }> {
+    if (!(await this.verifiesAny(pre, typeof canonicalText === 'string' ? [canonicalText] : canonicalText))) {
       throw new RelayError('invalid_signature', 'Signature does not verify')
     }
     // kept for twice the window: a replay is only possible while the timestamp is inside it
-    const committed = this.replay.reserve(pre.signature, this.clock.now() + 2 * this.toleranceMs)
-    if (!committed) throw new RelayError('replay_detected', 'This signature was already used')
+    const reservation = await this.replay.reserve(pre.signature.slice(0, SIGNATURE_ID_CHARS), this.clock.now() + 2 * this.toleranceMs)
+    if (!reservation) throw new RelayError('replay_detected', 'This signature was already used')
+    const committed = reservation.durable
     try {
-      return { agent: this.resolveAgent(pre.publicKey), committed }
+      return { agent: await this.resolveAgent(pre.publicKey, pre.address), committed }
     } catch (err) {
       committed.catch(() => {}) // the request fails anyway; the entry still guards against replays
       throw err
     }
   }
 
+  /** Whether the signature verifies over one of the candidate texts (at most two; see canonicalStrings). */
+  private async verifiesAny(pre: PrecheckedAuth, texts: readonly string[]): Promise<boolean> {
+    for (const text of texts) if (await this.verifier.verify(pre.keyBytes, text, pre.sigBytes)) return true
+    return false
+  }
+
   /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */
-  private resolveAgent(publicKey: string): AgentRow {
+  private async resolveAgent(publicKey: string, address?: string | null): Promise<AgentRecord> {
     const now = this.clock.now()
-    const agent = this.agents.findOrCreate(publicKey, now)
+    let agent = await this.agents.find(publicKey)
+    if (this.admission) await this.admission.check(publicKey, agent !== null, address)
+    agent ??= await this.agents.create(publicKey, now)
     if (agent.status === 'suspended') throw new RelayError('agent_suspended', 'This agent is suspended')
     const last = this.lastTouch.get(publicKey) ?? agent.lastActiveAt
     if (now - last >= TOUCH_INTERVAL_MS) {
-      this.agents.markActive(publicKey, now)
-      this.writes.writeLater(() => this.agents.touch(publicKey, now))
+      // nobody waits for it: a lost update only makes last_active_at a little older; the record in hand
+      // (a cached one, on SQLite) shows it at once
+      agent.lastActiveAt = Math.max(agent.lastActiveAt, now)
+      this.agents.touch(publicKey, now).catch(this.onBackgroundError)
       this.lastTouch.set(publicKey, now)
     } else if (!this.lastTouch.has(publicKey)) {
       this.lastTouch.set(publicKey, last)

@@ -1,27 +1,34 @@
 /**
- * Blobs (SPEC §6): streamed, content-addressed uploads with quotas; reads by the owner and by the
+ * Blobs (docs/protocol.md §6): streamed, content-addressed uploads with quotas; reads by the owner and by the
  * parties of unexpired messages that attach a blob; deletion; and the attachment checks of message
  * sends (§4.3 check 4, §4.1). Framework-free: the HTTP routes hand in the body stream and a function
  * that finishes the signature check once the streamed hash is known.
  */
-import { BlobTooLargeError, type BlobStore, type ReceivedBlob } from '../blobs/blob-store.ts'
 import { RelayError, badRequest } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { BLOB_ID_PATTERN, newBlobId } from '../lib/ids.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { BlobRow, BlobsRepo } from '../storage/blobs-repo.ts'
 import type { AttachmentResolver, ResolvedAttachment } from './attachments.ts'
 import type { InsertHook } from './messages.ts'
+import type { BlobRecord } from './models/records.ts'
+import { BlobTooLargeError, type BlobStore, type StagedBlob, type Storage, type Stores } from './ports.ts'
 import { BLOB_CONTENT_TYPE_MAX, DEFAULT_BLOB_CONTENT_TYPE, blobToJson, type BlobJson } from './models/blob.ts'
 
 export interface BlobLimits {
   maxSizeBytes: number
   quotaBytes: number
+  /** Stored bytes over all agents (0 = no cap). */
+  totalQuotaBytes?: number
+  /** Free disk an upload must leave where bytes are stored (0 = none). */
+  minFreeDiskBytes?: number
   unattachedTtlMs: number
 }
 
+/** Why the bytes of an upload were only hashed, not kept. */
+type Refusal = 'quota' | 'total' | 'disk' | 'admission' | null
+
 export interface BlobsServiceDeps {
-  repo: BlobsRepo
+  storage: Storage
   store: BlobStore
   clock: Clock
   logger: Logger
@@ -30,6 +37,8 @@ export interface BlobsServiceDeps {
   onUploaded?: (bytes: number) => void
   /** A record was removed: its content may now be unused (the sweep decides). */
   onRecordRemoved?: (hashHex: string) => void
+  /** Whether a key may store anything at all (operator admission); asked before a byte is written. */
+  admits?: (publicKey: string) => Promise<boolean>
 }
 
 export interface UploadInput {
@@ -44,7 +53,7 @@ export interface UploadInput {
    * the bytes are worth writing to disk; nothing is kept and nothing is answered on its word.
    */
   claimedKey: string
-  /** SPEC §1.2 steps 3–5 over the streamed body hash; resolves with the caller's public key. */
+  /** docs/protocol.md §1.2 steps 3–5 over the streamed body hash; resolves with the caller's public key. */
   verify: (bodyHashBase64Url: string) => Promise<string>
 }
 
@@ -55,34 +64,43 @@ export interface UploadOutcome {
   headers: Record<string, string>
 }
 
-/** What GET/HEAD serve: the record and where its bytes are. */
+/** What GET/HEAD serve: the record; the bytes come from `read`. */
 export interface OpenedBlob {
-  row: BlobRow
-  path: string
+  row: BlobRecord
 }
+
+/**
+ * How long a claimed content is kept without a record (an upload places its bytes between its claim
+ * and its record), and after which a cleanup that stopped half way loses its mark to a new upload.
+ */
+export const CONTENT_GRACE_MS = 10 * 60_000
+/** How long an upload waits for a cleanup that is removing the same content. */
+const CLAIM_WAIT_MS = 5000
 
 const notFound = () => new RelayError('blob_not_found', 'No such blob, or not yours to read')
 
 export class BlobsService {
-  private readonly repo: BlobsRepo
+  private readonly storage: Storage
   private readonly store: BlobStore
   private readonly clock: Clock
   private readonly logger: Logger
   private readonly limits: BlobLimits
   private readonly onUploaded: (bytes: number) => void
   private readonly onRecordRemoved: (hashHex: string) => void
+  private readonly admits: (publicKey: string) => Promise<boolean>
 
   constructor(deps: BlobsServiceDeps) {
-    this.repo = deps.repo
+    this.storage = deps.storage
     this.store = deps.store
     this.clock = deps.clock
     this.logger = deps.logger
     this.limits = deps.limits
     this.onUploaded = deps.onUploaded ?? (() => {})
     this.onRecordRemoved = deps.onRecordRemoved ?? (() => {})
+    this.admits = deps.admits ?? (async () => true)
   }
 
-  /** `X-M2M-Storage-Used` / `X-M2M-Storage-Limit` (SPEC §6); `used` only once the caller is known. */
+  /** `X-M2M-Storage-Used` / `X-M2M-Storage-Limit` (docs/protocol.md §6); `used` only once the caller is known. */
   storageHeaders(usedBytes?: number): Record<string, string> {
     const h: Record<string, string> = { 'X-M2M-Storage-Limit': String(this.limits.quotaBytes) }
     if (usedBytes !== undefined) h['X-M2M-Storage-Used'] = String(usedBytes)
@@ -90,7 +108,7 @@ export class BlobsService {
   }
 
   /**
-   * POST /v1/blobs (SPEC §6). In order: 413 at once when Content-Length exceeds the limit; the body
+   * POST /v1/blobs (docs/protocol.md §6). In order: 413 at once when Content-Length exceeds the limit; the body
    * streamed to a temp file while hashed (413 as soon as it passes the limit, with or without
    * Content-Length); the signature checked against the streamed hash (401/409/403, nothing kept);
    * 400 for a bad content type or any query parameter; 200 with the existing record when the caller
@@ -102,100 +120,131 @@ export class BlobsService {
     const { maxSizeBytes, quotaBytes } = this.limits
     const declared = parseContentLength(input.contentLength)
     if (declared !== null && declared > maxSizeBytes) throw this.tooLarge()
-    // whether the bytes can possibly be kept: within the quota, or no larger than something the
-    // claimed owner already has (identical content is answered from the existing record)
-    const before = this.repo.usage(input.claimedKey, this.clock.now())
+    // whether the bytes can possibly be kept, decided before the signature is checked on the claimed
+    // key's word (nothing is answered on it, only disk spared): the key is admitted; within its quota,
+    // or no larger than something it already has (identical content is answered from that record);
+    // within the relay-wide cap; and the disk keeps its floor
+    const now = this.clock.now()
+    const totalCap = this.limits.totalQuotaBytes ?? 0
+    const floor = this.limits.minFreeDiskBytes ?? 0
+    const [admitted, before, total, free] = await Promise.all([
+      this.admits(input.claimedKey),
+      this.storage.blobs.usage(input.claimedKey, now),
+      totalCap > 0 ? this.storage.blobs.totalUsage(now) : Promise.resolve(0),
+      floor > 0 ? this.store.freeBytes() : Promise.resolve(null),
+    ])
+    let refusal: Refusal = null
     const keep = (received: number) => {
       const n = Math.max(received, declared ?? 0)
-      return before.usedBytes + n <= quotaBytes || n <= before.largestBytes
+      if (!admitted) refusal = 'admission'
+      else if (before.usedBytes + n > quotaBytes && n > before.largestBytes) refusal = 'quota'
+      else if (totalCap > 0 && total + n > totalCap && n > before.largestBytes) refusal = 'total'
+      else if (free !== null && free - n < floor) refusal = 'disk'
+      return refusal === null
     }
-    let received: ReceivedBlob
+    let staged: StagedBlob
     try {
-      received = await this.store.receive(input.body, { maxBytes: maxSizeBytes, keep, declaredBytes: declared })
+      staged = await this.store.receive(input.body, { maxBytes: maxSizeBytes, keep, declaredBytes: declared })
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw this.tooLarge()
       throw err
     }
-    let pinned = false
     try {
-      const owner = await input.verify(received.hashBase64Url).catch((err) => {
+      const owner = await input.verify(staged.hashBase64Url).catch((err) => {
         throw err instanceof RelayError ? new RelayError(err.code, err.message, err.details, { ...err.headers, ...this.storageHeaders() }) : err
       })
-      const contentType = this.checkRequest(input, owner)
-      this.store.pin(received.hashHex)
-      pinned = true
-      let outcome = this.commitRecord(owner, received, contentType, false)
-      if (outcome) {
+      const contentType = await this.checkRequest(input, owner)
+      const existing = await this.storage.transaction((tx) => this.decide(tx, owner, staged, contentType, false, refusal))
+      if (existing) {
         // answered from the owner's existing record: these bytes are not needed
-        await this.store.discard(received.tempPath)
-      } else {
-        if (received.tempPath) await this.store.place(received.tempPath, received.hashHex, received.size)
-        outcome = this.commitRecord(owner, received, contentType, true) as UploadOutcome
+        await this.store.discard(staged)
+        this.onUploaded(staged.size)
+        return existing
       }
-      this.onUploaded(received.size)
+      // claimed first, so that no cleanup removes the bytes between their placing and the record
+      await this.claimContent(staged)
+      await this.store.place(staged)
+      const outcome = (await this.storage.transaction((tx) => this.decide(tx, owner, staged, contentType, true, refusal))) as UploadOutcome
+      this.onUploaded(staged.size)
       return outcome
     } catch (err) {
-      await this.store.discard(received.tempPath)
+      await this.store.discard(staged)
       throw err
-    } finally {
-      if (pinned) {
-        this.store.unpin(received.hashHex)
-        // a refused upload may have placed content nobody names
-        this.store.removeIfUnused(received.hashHex, (h) => this.repo.hashInUse(h))
-      }
+    }
+  }
+
+  /** Claims the content of an upload, waiting (briefly) for a cleanup that is removing it. */
+  private async claimContent(staged: StagedBlob): Promise<void> {
+    const deadline = performance.now() + CLAIM_WAIT_MS
+    for (;;) {
+      const now = this.clock.now()
+      if (await this.storage.blobs.claimContent(staged.hashHex, staged.size, now, now - CONTENT_GRACE_MS)) return
+      if (performance.now() > deadline) throw new RelayError('service_unavailable', 'The blob store is busy; retry shortly', null, { 'Retry-After': '1' })
+      await new Promise((r) => setTimeout(r, 50))
     }
   }
 
   /**
-   * The decision of an upload whose caller is known, in one synchronous transaction: the existing
-   * record when the owner already has this content (lifetime renewed, 200), else the quota (507),
-   * else — when `insert` — the new record (201). Without `insert` it returns null where a record would
-   * be created (the bytes must be placed first).
+   * The decision of an upload whose caller is known, in one unit of work: the existing record when the
+   * owner already has this content (lifetime renewed, 200), else the quota (507), else — when
+   * `insert` — the new record (201). Without `insert` it returns null where a record would be created
+   * (the bytes must be placed first).
    */
-  private commitRecord(owner: string, blob: ReceivedBlob, contentType: string, insert: boolean): UploadOutcome | null {
-    return this.repo.transaction(() => {
-      const now = this.clock.now()
-      const existing = this.repo.ownedByHash(owner, blob.hashHex, now)
-      if (existing) {
-        this.repo.extendExpiry(existing.blobId, owner, now + this.limits.unattachedTtlMs, now)
-        const row = this.repo.find(existing.blobId) as BlobRow
-        return { created: false, blob: blobToJson(row), headers: this.storageHeaders(this.repo.usage(owner, now).usedBytes) }
-      }
-      const used = this.repo.usage(owner, now).usedBytes
-      if (used + blob.size > this.limits.quotaBytes || blob.tempPath === null) {
-        throw new RelayError(
-          'insufficient_storage',
-          `This blob (${blob.size} bytes) would exceed your storage quota: ${used} of ${this.limits.quotaBytes} bytes in use`,
-          { size: blob.size, used_bytes: used, limit_bytes: this.limits.quotaBytes },
-          this.storageHeaders(used),
-        )
-      }
-      if (!insert) return null
-      const row: BlobRow = {
-        blobId: newBlobId(),
-        ownerKey: owner,
-        hash: blob.hashHex,
-        sizeBytes: blob.size,
-        contentType,
-        createdAt: now,
-        expiresAt: now + this.limits.unattachedTtlMs,
-      }
-      this.repo.insert(row)
-      return { created: true, blob: blobToJson(row), headers: this.storageHeaders(used + blob.size) }
-    })
+  private async decide(tx: Stores, owner: string, blob: StagedBlob, contentType: string, insert: boolean, refusal: Refusal): Promise<UploadOutcome | null> {
+    const now = this.clock.now()
+    const existing = await tx.blobs.ownedByHash(owner, blob.hashHex, now)
+    if (existing) {
+      await tx.blobs.extendExpiry(existing.blobId, owner, now + this.limits.unattachedTtlMs, now)
+      const row = (await tx.blobs.find(existing.blobId)) as BlobRecord
+      return { created: false, blob: blobToJson(row), headers: this.storageHeaders((await tx.blobs.usage(owner, now)).usedBytes) }
+    }
+    const used = (await tx.blobs.usage(owner, now)).usedBytes
+    const totalCap = this.limits.totalQuotaBytes ?? 0
+    if (refusal === 'disk') {
+      throw new RelayError('insufficient_storage', 'The relay is low on disk space and takes no more blobs for now', null, this.storageHeaders(used))
+    }
+    if (refusal === 'total' || (totalCap > 0 && (await tx.blobs.totalUsage(now)) + blob.size > totalCap)) {
+      throw new RelayError('insufficient_storage', "The relay's blob storage is full", { total_limit_bytes: totalCap }, this.storageHeaders(used))
+    }
+    if (blob.staging === null && used + blob.size <= this.limits.quotaBytes) {
+      // within the quota, but the bytes were only hashed: uploads not yet verified filled their disk budget
+      throw new RelayError('service_unavailable', 'Too many uploads in progress; retry shortly', null, { ...this.storageHeaders(used), 'Retry-After': '5' })
+    }
+    if (used + blob.size > this.limits.quotaBytes || blob.staging === null) {
+      throw new RelayError(
+        'insufficient_storage',
+        `This blob (${blob.size} bytes) would exceed your storage quota: ${used} of ${this.limits.quotaBytes} bytes in use`,
+        { size: blob.size, used_bytes: used, limit_bytes: this.limits.quotaBytes },
+        this.storageHeaders(used),
+      )
+    }
+    if (!insert) return null
+    const row: BlobRecord = {
+      blobId: newBlobId(),
+      ownerKey: owner,
+      hash: blob.hashHex,
+      sizeBytes: blob.size,
+      contentType,
+      createdAt: now,
+      expiresAt: now + this.limits.unattachedTtlMs,
+    }
+    await tx.blobs.insert(row)
+    await tx.blobs.settleContent(blob.hashHex)
+    return { created: true, blob: blobToJson(row), headers: this.storageHeaders(used + blob.size) }
   }
 
-  /** 400 checks of an upload, made once the signature is verified (SPEC §1.2: 401 before 400). */
-  private checkRequest(input: UploadInput, owner: string): string {
-    const headers = () => this.storageHeaders(this.repo.usage(owner, this.clock.now()).usedBytes)
+  /** 400 checks of an upload, made once the signature is verified (docs/protocol.md §1.2: 401 before 400). */
+  private async checkRequest(input: UploadInput, owner: string): Promise<string> {
+    const used = async () => (await this.storage.blobs.usage(owner, this.clock.now())).usedBytes
+    const headers = async () => this.storageHeaders(await used())
     const names = Object.keys(input.query)
     if (names.length) {
       const e = badRequest('Invalid query parameters', Object.fromEntries(names.map((n) => [n, 'unknown parameter'])))
-      throw new RelayError(e.code, e.message, e.details, headers())
+      throw new RelayError(e.code, e.message, e.details, await headers())
     }
     const type = input.contentType?.trim() || DEFAULT_BLOB_CONTENT_TYPE
     if (type.length > BLOB_CONTENT_TYPE_MAX) {
-      throw new RelayError('bad_request', 'Invalid headers', { fields: { 'content-type': `must be at most ${BLOB_CONTENT_TYPE_MAX} characters` } }, headers())
+      throw new RelayError('bad_request', 'Invalid headers', { fields: { 'content-type': `must be at most ${BLOB_CONTENT_TYPE_MAX} characters` } }, await headers())
     }
     return type
   }
@@ -212,53 +261,58 @@ export class BlobsService {
    */
   async open(callerKey: string, blobId: string): Promise<OpenedBlob> {
     if (!BLOB_ID_PATTERN.test(blobId)) throw notFound()
-    const row = this.repo.readableBy(blobId, callerKey, this.clock.now())
+    const row = await this.storage.blobs.readableBy(blobId, callerKey, this.clock.now())
     if (!row) throw notFound()
-    const size = await this.store.sizeOf(row.hash)
+    const size = await this.store.size(row.hash)
     if (size !== row.sizeBytes) {
       // the record outlived its bytes (a data directory restored without them, or tampered with)
       this.logger.error('blob file missing or of the wrong size', { blob_id: row.blobId, hash: row.hash, expected: row.sizeBytes, found: size })
       throw notFound()
     }
-    return { row, path: this.store.pathOf(row.hash) }
+    return { row }
+  }
+
+  /** The bytes of an opened blob, whole or an inclusive range. */
+  read(row: BlobRecord, range?: { start: number; end: number }): Promise<Blob | ReadableStream<Uint8Array>> {
+    return this.store.read(row.hash, range)
   }
 
   /**
-   * DELETE (SPEC §6): owner only — others get 404 if they cannot read it, else 403; 409
+   * DELETE (docs/protocol.md §6): owner only — others get 404 if they cannot read it, else 403; 409
    * blob_referenced while an unexpired message attaches it. The bytes go with the sweep once no
    * record names them.
    */
-  delete(callerKey: string, blobId: string): void {
+  async delete(callerKey: string, blobId: string): Promise<void> {
     if (!BLOB_ID_PATTERN.test(blobId)) throw notFound()
-    const row = this.repo.transaction(() => {
+    const row = await this.storage.transaction(async ({ blobs }) => {
       const now = this.clock.now()
-      const readable = this.repo.readableBy(blobId, callerKey, now)
+      const readable = await blobs.readableBy(blobId, callerKey, now)
       if (!readable) throw notFound()
       if (readable.ownerKey !== callerKey) throw new RelayError('forbidden', 'Only the owner may delete a blob')
-      if (this.repo.isReferenced(blobId, now)) {
+      if (await blobs.isReferenced(blobId, now)) {
         throw new RelayError('blob_referenced', 'The blob is attached to a message that has not expired', { blob_id: blobId })
       }
-      this.repo.delete(blobId)
+      await blobs.delete(blobId)
       return readable
     })
     this.onRecordRemoved(row.hash)
   }
 
   /**
-   * SPEC §4.3 check 4 for message sends: every attachment names an unexpired blob of the sender
+   * docs/protocol.md §4.3 check 4 for message sends: every attachment names an unexpired blob of the sender
    * (else 422 naming the unusable blob ids, in order); content_type, size and hash come from the
    * record, the other fields are kept as given (§4.1).
    */
-  readonly resolveAttachments: AttachmentResolver = (senderKey, attachments, now) => {
+  readonly resolveAttachments: AttachmentResolver = async (senderKey, attachments, now) => {
     if (attachments.length === 0) return []
     const ids = [...new Set(attachments.map((a) => a.blob_id))]
     const usable = ids.filter((id) => BLOB_ID_PATTERN.test(id))
-    const rows = new Map(this.repo.ownedAmong(usable, senderKey, now).map((r) => [r.blobId, r]))
+    const rows = new Map((await this.storage.blobs.ownedAmong(usable, senderKey, now)).map((r) => [r.blobId, r]))
     const bad = ids.filter((id) => !rows.has(id))
     if (bad.length) throw unusableBlobs(bad)
     return attachments.map((a): ResolvedAttachment => {
-      const row = rows.get(a.blob_id) as BlobRow
-      // SPEC §4.1 field order
+      const row = rows.get(a.blob_id) as BlobRecord
+      // docs/protocol.md §4.1 field order
       return {
         blob_id: a.blob_id,
         ...(a.filename !== undefined ? { filename: a.filename } : {}),
@@ -273,12 +327,13 @@ export class BlobsService {
   }
 
   /**
-   * In the send transaction: each attached blob now lives at least as long as the message (SPEC §6
+   * In the send transaction: each attached blob now lives at least as long as the message (docs/protocol.md §6
    * Lifetime). A blob deleted or expired since the check refuses the send with the same 422.
    */
-  readonly linkAttachments: InsertHook = (message, blobIds) => {
+  readonly linkAttachments: InsertHook = async (tx, message, blobIds) => {
     if (blobIds.length === 0) return
-    const gone = blobIds.filter((id) => !this.repo.extendExpiry(id, message.senderKey, message.expiresAt, message.createdAt))
+    const gone: string[] = []
+    for (const id of blobIds) if (!(await tx.blobs.extendExpiry(id, message.senderKey, message.expiresAt, message.createdAt))) gone.push(id)
     if (gone.length) throw unusableBlobs(gone)
   }
 }

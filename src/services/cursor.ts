@@ -1,5 +1,5 @@
 /**
- * Opaque page cursors for message lists (SPEC §4.4, §4.5): base64url of `<created_at>.<message_id>`,
+ * Opaque page cursors for message lists (docs/protocol.md §4.4, §4.5): base64url of `<created_at>.<message_id>`,
  * the position of the last message returned. The next page starts strictly after it in the
  * (created_at, message_id) order, so a walk never repeats and never skips a message that stays put.
  */

@@ -1,14 +1,16 @@
 /**
- * Discovery and the capability catalog (SPEC §3): checks every query parameter, turns free text into
+ * Discovery and the capability catalog (docs/protocol.md §3): checks every query parameter, turns free text into
  * safe search inputs and pages through public, active agents in (last_active_at desc, public_key) order.
  */
 import { badRequest, type FieldErrors } from '../errors.ts'
 import { iso } from '../lib/clock.ts'
+import { parseExact } from '../lib/json-text.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { DiscoveryFilter, DiscoveryRepo, DiscoveryRow } from '../storage/discovery-repo.ts'
+import type { DiscoveryFilter, DiscoveryRecord } from './models/records.ts'
+import type { DiscoveryStore } from './ports.ts'
 import type { CapabilityJson } from './agents.ts'
 import { parseRfc3339 } from './authenticator.ts'
-import { decodeCursor, encodeCursor, parseIntInRange, substringLike, textSearch } from './discovery-params.ts'
+import { decodeCursor, encodeCursor, parseIntInRange, textSearch } from './discovery-params.ts'
 import {
   CapabilitiesQuery,
   DEFAULT_CATALOG_LIMIT,
@@ -23,32 +25,20 @@ import {
   TAG_PATTERN,
   TAG_PREFIX_PATTERN,
 } from './models/discovery.ts'
+import { charCount } from './models/text.ts'
 import { validate } from './validate.ts'
+import type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson } from '../client/types.ts'
 
-export interface DiscoveryEntryJson {
-  public_key: string
-  display_name?: string
-  last_active_at: string
-  capabilities: CapabilityJson[]
-}
-
-export interface DiscoverResultJson {
-  agents: DiscoveryEntryJson[]
-  has_more: boolean
-  next_cursor: string | null
-}
-
-export interface CapabilityCatalogJson {
-  capabilities: { tag: string; agent_count: number }[]
-}
+/** The wire shapes are the client's (src/client/types.ts): one definition for both sides. */
+export type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson }
 
 /** Query parameters as the HTTP layer hands them over: text, and text lists for repeated names. */
 export type RawQuery = Record<string, string | string[] | undefined>
 
-/** The one serializer of DiscoveryEntry: exactly the four fields of SPEC §3, display_name absent when unset. */
-export function discoveryEntryToJson(row: DiscoveryRow): DiscoveryEntryJson {
+/** The one serializer of DiscoveryEntry: exactly the four fields of docs/protocol.md §3, display_name absent when unset. */
+export function discoveryEntryToJson(row: DiscoveryRecord): DiscoveryEntryJson {
   const last_active_at = iso(row.lastActiveAt)
-  const capabilities: CapabilityJson[] = JSON.parse(row.capabilities)
+  const capabilities = parseExact(row.capabilities) as CapabilityJson[]
   return row.displayName === null
     ? { public_key: row.publicKey, last_active_at, capabilities }
     : { public_key: row.publicKey, display_name: row.displayName, last_active_at, capabilities }
@@ -60,16 +50,16 @@ const asOne = (v: string | string[] | undefined): string | undefined => (Array.i
 
 export class DiscoveryService {
   constructor(
-    private readonly repo: DiscoveryRepo,
+    private readonly store: DiscoveryStore,
     private readonly logger: Logger,
   ) {}
 
   /** GET /v1/discover: one page of matching agents and the cursor of the next. */
-  discover(raw: RawQuery): DiscoverResultJson {
+  async discover(raw: RawQuery): Promise<DiscoverResultJson> {
     const filter = this.parseDiscover(raw)
     if (filter === 'empty') return { agents: [], has_more: false, next_cursor: null }
     const limit = filter.limit
-    const rows = this.search({ ...filter, limit: limit + 1 })
+    const rows = await this.search({ ...filter, limit: limit + 1 })
     const hasMore = rows.length > limit
     const page = hasMore ? rows.slice(0, limit) : rows
     const last = page[page.length - 1]
@@ -84,18 +74,18 @@ export class DiscoveryService {
    * Runs the search. User text only ever reaches FTS5 as quoted strings, so the engine cannot reject it;
    * should it still refuse an expression, the caller gets a 400 naming `q`, never a 500.
    */
-  private search(filter: DiscoveryFilter): DiscoveryRow[] {
+  private async search(filter: DiscoveryFilter): Promise<DiscoveryRecord[]> {
     try {
-      return this.repo.search(filter)
+      return await this.store.search(filter)
     } catch (err) {
-      if (filter.match === null || !/fts5|unterminated|syntax error|malformed MATCH/i.test(String(err))) throw err
-      this.logger.warn('full-text query refused', { match: filter.match, error: String(err) })
+      if (filter.words.length === 0 || !/fts5|tsquery|unterminated|syntax error|malformed MATCH/i.test(String(err))) throw err
+      this.logger.warn('full-text query refused', { words: filter.words, error: String(err) })
       throw badRequest('Invalid query parameters', { q: 'cannot be searched' })
     }
   }
 
   /** GET /v1/capabilities: tags of public active agents with their counts, most used first. */
-  catalog(raw: RawQuery): CapabilityCatalogJson {
+  async catalog(raw: RawQuery): Promise<CapabilityCatalogJson> {
     const query = validate(
       CapabilitiesQuery,
       defined({ prefix: asOne(raw.prefix), limit: asOne(raw.limit), ...unknownOnly(raw, ['prefix', 'limit']) }),
@@ -107,13 +97,13 @@ export class DiscoveryService {
     const limit = query.limit === undefined ? DEFAULT_CATALOG_LIMIT : parseIntInRange(query.limit, 1, MAX_CATALOG_LIMIT)
     if (limit === null) fields.limit = `must be an integer from 1 to ${MAX_CATALOG_LIMIT}`
     if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
-    const rows = this.repo.catalog({ prefix: prefix.toLowerCase(), limit: limit as number })
+    const rows = await this.store.catalog({ prefix: prefix.toLowerCase(), limit: limit as number })
     return { capabilities: rows.map((r) => ({ tag: r.tag, agent_count: r.agentCount })) }
   }
 
   /**
    * Checks and normalizes the discover parameters. Returns 'empty' when the answer is known to be empty
-   * without a search (a `q` of punctuation only). Decisions where SPEC §3 is silent: an empty `q` or
+   * without a search (a `q` of punctuation only). Decisions where docs/protocol.md §3 is silent: an empty `q` or
    * `name` counts as absent; an invalid or empty `tag` is a 400.
    */
   parseDiscover(raw: RawQuery): (DiscoveryFilter & { limit: number }) | 'empty' {
@@ -138,11 +128,11 @@ export class DiscoveryService {
     else if (tags.length > MAX_TAGS) fields.tag = `at most ${MAX_TAGS} tags`
 
     const text = textSearch(query.q)
-    if (query.q !== undefined && query.q.length > MAX_Q_CHARS) fields.q = `must be at most ${MAX_Q_CHARS} characters`
+    if (query.q !== undefined && charCount(query.q) > MAX_Q_CHARS) fields.q = `must be at most ${MAX_Q_CHARS} characters`
     else if (text.kind !== 'absent' && text.words > MAX_Q_WORDS) fields.q = `must have at most ${MAX_Q_WORDS} words`
 
     const name = query.name === '' ? undefined : query.name
-    if (name !== undefined && name.length > MAX_NAME_CHARS) fields.name = `must be at most ${MAX_NAME_CHARS} characters`
+    if (name !== undefined && charCount(name) > MAX_NAME_CHARS) fields.name = `must be at most ${MAX_NAME_CHARS} characters`
     else if (name?.includes('\u0000')) fields.name = 'must not contain NUL characters'
 
     let activeSince: number | null = null
@@ -166,8 +156,8 @@ export class DiscoveryService {
     if (text.kind === 'none') return 'empty'
     return {
       tags,
-      match: text.kind === 'match' ? text.expression : null,
-      nameLike: name === undefined ? null : substringLike(name),
+      words: text.kind === 'match' ? text.terms : [],
+      nameContains: name === undefined ? null : name,
       activeSince,
       after,
       limit: limit as number,
@@ -182,7 +172,7 @@ function defined(raw: RawQuery): RawQuery {
   return out
 }
 
-/** Parameters outside `known`, kept so that validation reports them as unknown (SPEC §11). */
+/** Parameters outside `known`, kept so that validation reports them as unknown (docs/protocol.md §11). */
 function unknownOnly(raw: RawQuery, known: string[]): RawQuery {
   const out: RawQuery = {}
   for (const [k, v] of Object.entries(raw)) if (!known.includes(k)) out[k] = v

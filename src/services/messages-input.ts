@@ -1,49 +1,57 @@
 /**
  * Input checks of the messages service, shared by every path that reaches it (HTTP and WebSocket):
- * the send body (SPEC §4.3 checks 1–3, in order) and the query parameters of polls and thread listings.
+ * the send body (docs/protocol.md §4.3 checks 1–3, in order) and the query parameters of polls and thread listings.
  */
 import { RelayError, badRequest, type FieldErrors } from '../errors.ts'
-import type { InboxFilter, Position } from '../storage/messages-repo.ts'
+import { memberText } from '../lib/json-text.ts'
+import type { InboxFilter, MessagePosition as Position } from './models/records.ts'
 import { decodeCursor } from './cursor.ts'
 import { MESSAGE_LIMITS, SendMessageInput, type AttachmentInput } from './models/message.ts'
-import { isPlainObject, jsonBytes, validate } from './validate.ts'
+import { Text, textProblem } from './models/text.ts'
+import { isPlainObject, validate, withoutNulls } from './validate.ts'
 
 export interface SendRequest {
   recipientKey: string
   contentType: string
-  /** Serialized JSON of `body`, or null when absent. */
+  /** JSON text of `body` exactly as sent, or null when absent. */
   bodyText: string | null
   attachments: AttachmentInput[]
   threadId: string | null
   inReplyTo: string | null
   expiresInMs: number
-  /** Serialized JSON of `metadata`, or null when absent. */
+  /** JSON text of `metadata` exactly as sent, or null when absent. */
   metadataText: string | null
 }
 
 const DEFAULT_CONTENT_TYPE = 'application/json'
 
+/** Optional fields that MRP types as nullable: `null` is the same as leaving them out. */
+const NULLABLE = ['content_type', 'attachments', 'thread_id', 'in_reply_to', 'expires_in', 'metadata'] as const
+
 /**
- * SPEC §4.3 checks 1–3: 413 when the serialized `body` exceeds 1 MiB (the 2 MiB request cap is the
- * HTTP pipeline's, before parsing), 400 naming every offending field, 422 when there is neither a body
- * nor a non-empty attachments array. A JSON `null` body counts as no body.
+ * The first three checks of a send: 413 when `body` exceeds 1 MiB as sent (the 2 MiB request cap is the HTTP
+ * pipeline's, before parsing), 400 naming every offending field, 422 when there is neither a body
+ * nor a non-empty attachments array. A JSON `null` body counts as no body, and `null` for any other
+ * optional field as absent. `body` and `metadata` are kept as the exact JSON text sent (when `input`
+ * came from parseJsonText), so every number, escape and space comes back unchanged.
  */
 export function parseSendInput(input: unknown): SendRequest {
   let bodyText: string | null = null
   if (isPlainObject(input) && input.body !== undefined && input.body !== null) {
-    bodyText = JSON.stringify(input.body)
+    bodyText = memberText(input, 'body')
     const bytes = Buffer.byteLength(bodyText)
     if (bytes > MESSAGE_LIMITS.bodyBytes) {
-      throw new RelayError('payload_too_large', `Message body is ${bytes} bytes serialized; the limit is ${MESSAGE_LIMITS.bodyBytes}`, {
+      throw new RelayError('payload_too_large', `Message body is ${bytes} bytes; the limit is ${MESSAGE_LIMITS.bodyBytes}`, {
         field: 'body',
         limit_bytes: MESSAGE_LIMITS.bodyBytes,
       })
     }
   }
-  const msg = validate(SendMessageInput, input)
+  const msg = validate(SendMessageInput, withoutNulls(input, NULLABLE))
   const fields: FieldErrors = {}
-  if (msg.metadata !== undefined && jsonBytes(msg.metadata) > MESSAGE_LIMITS.metadataBytes) {
-    fields.metadata = 'must be at most 16 KiB serialized'
+  const metadataText = msg.metadata === undefined ? null : memberText(input as Record<string, unknown>, 'metadata')
+  if (metadataText !== null && Buffer.byteLength(metadataText) > MESSAGE_LIMITS.metadataBytes) {
+    fields.metadata = 'must be at most 16 KiB as sent'
   }
   msg.attachments?.forEach((a, i) => {
     for (const k of ['dek_enc', 'dek_ct'] as const) {
@@ -64,7 +72,7 @@ export function parseSendInput(input: unknown): SendRequest {
     threadId: msg.thread_id ?? null,
     inReplyTo: msg.in_reply_to ?? null,
     expiresInMs: (msg.expires_in ?? MESSAGE_LIMITS.expiresInDefaultS) * 1000,
-    metadataText: msg.metadata === undefined ? null : JSON.stringify(msg.metadata),
+    metadataText,
   }
 }
 
@@ -85,6 +93,9 @@ const STATUSES = new Set(['sent', 'delivered', 'expired'])
 
 type ParamRule = (value: string) => string | null
 
+const THREAD_ID = Text({ minChars: 1, maxChars: MESSAGE_LIMITS.threadId })
+const IN_REPLY_TO = Text({ minChars: 1, maxChars: MESSAGE_LIMITS.inReplyTo })
+
 const PAGE_RULES: Record<string, ParamRule> = {
   cursor: (v) => (v.length ? null : 'must not be empty'),
   limit: (v) => (/^\d{1,3}$/.test(v) && +v >= 1 && +v <= MESSAGE_LIMITS.pageMax ? null : `must be an integer from 1 to ${MESSAGE_LIMITS.pageMax}`),
@@ -94,11 +105,11 @@ const POLL_RULES: Record<string, ParamRule> = {
   ...PAGE_RULES,
   status: (v) => (STATUSES.has(v) ? null : 'must be sent, delivered or expired'),
   sender_key: (v) => (KEY.test(v) ? null : 'must be a public key: 43 base64url characters'),
-  in_reply_to: (v) => (v.length >= 1 && v.length <= MESSAGE_LIMITS.inReplyTo ? null : `must be 1 to ${MESSAGE_LIMITS.inReplyTo} characters`),
-  thread_id: (v) => (v.length >= 1 && v.length <= MESSAGE_LIMITS.threadId ? null : `must be 1 to ${MESSAGE_LIMITS.threadId} characters`),
+  in_reply_to: (v) => textProblem(IN_REPLY_TO, v),
+  thread_id: (v) => textProblem(THREAD_ID, v),
 }
 
-/** Checks every parameter against `rules`; unknown or repeated parameters are errors (SPEC §11). */
+/** Checks every parameter against `rules`; unknown or repeated parameters are errors (docs/protocol.md §11). */
 function checkQuery(raw: RawQuery, rules: Record<string, ParamRule>): Record<string, string> {
   const fields: FieldErrors = {}
   const out: Record<string, string> = {}
@@ -123,7 +134,7 @@ function pageOf(q: Record<string, string>): PageRequest {
   }
 }
 
-/** GET /v1/messages parameters (SPEC §4.4); throws 400 naming each bad parameter. */
+/** GET /v1/messages parameters (docs/protocol.md §4.4); throws 400 naming each bad parameter. */
 export function parsePollQuery(raw: RawQuery): PollRequest {
   const q = checkQuery(raw, POLL_RULES)
   const filter: InboxFilter = { status: (q.status ?? 'sent') as InboxFilter['status'] }
@@ -133,15 +144,14 @@ export function parsePollQuery(raw: RawQuery): PollRequest {
   return { ...pageOf(q), filter }
 }
 
-/** `cursor` and `limit` of a thread listing (SPEC §4.5). */
+/** `cursor` and `limit` of a thread listing (docs/protocol.md §4.5). */
 export function parsePageQuery(raw: RawQuery): PageRequest {
   return pageOf(checkQuery(raw, PAGE_RULES))
 }
 
-/** A thread id from a path: 1–128 characters, else 400. */
+/** A thread id from a path: 1–128 characters of well-formed text, else 400. */
 export function checkThreadId(threadId: string): string {
-  if (threadId.length < 1 || threadId.length > MESSAGE_LIMITS.threadId) {
-    throw badRequest('Invalid path parameters', { threadID: `must be 1 to ${MESSAGE_LIMITS.threadId} characters` })
-  }
+  const problem = textProblem(THREAD_ID, threadId)
+  if (problem) throw badRequest('Invalid path parameters', { threadID: problem })
   return threadId
 }

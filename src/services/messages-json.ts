@@ -1,20 +1,26 @@
-/** The one serializer for the Message resource (SPEC §4.1) and its status view (§4.2). */
+/**
+ * The one serializer for the Message resource and its status view. `body` and
+ * `metadata` are stored as the JSON text the sender sent and come back as that text: serialize a
+ * message with `stringifyJson` (HTTP answers, WebSocket pushes and webhook payloads all do), which
+ * splices it in unchanged.
+ */
 import { iso } from '../lib/clock.ts'
-import type { MessageRow } from '../storage/messages-repo.ts'
+import { RawJson } from '../lib/json-text.ts'
+import type { MessageRecord } from './models/records.ts'
 import type { MessageJson, MessageStatus, MessageStatusJson } from './models/message.ts'
 
 /** The status a reader sees at `now`: `expired` the instant expires_at passes, whatever the sweep did. */
-export function effectiveStatus(row: Pick<MessageRow, 'status' | 'expiresAt'>, now: number): MessageStatus {
+export function effectiveStatus(row: Pick<MessageRecord, 'status' | 'expiresAt'>, now: number): MessageStatus {
   return row.status === 'sent' && row.expiresAt <= now ? 'expired' : row.status
 }
 
 /**
  * Message as JSON at `now`. Optional fields are omitted when absent; an expired message has no body
- * and no attachments (SPEC §4.6), even before the sweep dropped them from storage.
+ * and no attachments (docs/protocol.md §4.6), even before the sweep dropped them from storage.
  */
-export function messageToJson(row: MessageRow, now: number): MessageJson {
+export function messageToJson(row: MessageRecord, now: number): MessageJson {
   const status = effectiveStatus(row, now)
-  // built in SPEC §4.1 field order, so every channel prints the same JSON
+  // built in docs/protocol.md §4.1 field order, so every channel prints the same JSON
   const out: Record<string, unknown> = {
     message_id: row.messageId,
     sender_key: row.senderKey,
@@ -22,12 +28,12 @@ export function messageToJson(row: MessageRow, now: number): MessageJson {
     content_type: row.contentType,
   }
   if (status !== 'expired') {
-    if (row.body !== null) out.body = JSON.parse(row.body)
+    if (row.body !== null) out.body = new RawJson(row.body)
     if (row.attachments !== null) out.attachments = JSON.parse(row.attachments)
   }
   if (row.threadId !== null) out.thread_id = row.threadId
   if (row.inReplyTo !== null) out.in_reply_to = row.inReplyTo
-  if (row.metadata !== null) out.metadata = JSON.parse(row.metadata)
+  if (row.metadata !== null) out.metadata = new RawJson(row.metadata)
   out.status = status
   out.created_at = iso(row.createdAt)
   out.expires_at = iso(row.expiresAt)
@@ -35,7 +41,7 @@ export function messageToJson(row: MessageRow, now: number): MessageJson {
   return out as MessageJson
 }
 
-export function messageStatusToJson(row: MessageRow, now: number): MessageStatusJson {
+export function messageStatusToJson(row: MessageRecord, now: number): MessageStatusJson {
   const out: MessageStatusJson = {
     message_id: row.messageId,
     status: effectiveStatus(row, now),

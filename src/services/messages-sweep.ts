@@ -1,5 +1,5 @@
 /**
- * The expiry sweep (SPEC §4.6), run by the `expire-messages` job every RELAY_SWEEP_INTERVAL. Reads
+ * The expiry sweep (docs/protocol.md §4.6), run by the `expire-messages` job every RELAY_SWEEP_INTERVAL. Reads
  * already treat messages by time, so this only brings storage in line: `sent` past expiry → `expired`
  * with body and attachment links dropped; `delivered` past expiry → removed; expired envelopes →
  * removed after the retention.
@@ -10,7 +10,7 @@
  * goes in bounded batches, each its own short transaction, yielding to the event loop in between; the
  * batch size adapts so that one batch takes about `targetBatchMs` on any hardware.
  */
-import type { MessagesRepo, SweepPosition } from '../storage/messages-repo.ts'
+import type { ExpireBatchResult, Storage, Stores, SweepCursor } from './ports.ts'
 
 export interface SweepResult {
   expired: number
@@ -48,7 +48,7 @@ export class MessageSweeper {
   private batch: number
 
   constructor(
-    private readonly repo: MessagesRepo,
+    private readonly storage: Storage,
     private readonly expiredRetentionMs: number,
     opts: SweepOptions = {},
   ) {
@@ -62,13 +62,14 @@ export class MessageSweeper {
   /** One full sweep at `now`; resolves with how many rows each step touched. */
   async runOnce(now: number): Promise<SweepResult> {
     const result: SweepResult = { expired: 0, removed_delivered: 0, removed_expired: 0, batches: 0 }
-    const watermark = this.repo.stateNumber(SWEEP_WATERMARK_KEY) ?? Number.NEGATIVE_INFINITY
+    // every message expires after the epoch: 0 is before all of them
+    const watermark = (await this.storage.state.getNumber(SWEEP_WATERMARK_KEY)) ?? 0
     if (watermark < now) {
       // expired since the last run: sent → expired, delivered → removed
-      let pos: SweepPosition = { expiresAt: watermark, rowid: Number.MAX_SAFE_INTEGER }
+      let pos: SweepCursor = { expiresAt: watermark, key: null }
       for (;;) {
         const size = this.batch
-        const b = this.timed(size, () => this.repo.expireBatch(pos, now, size))
+        const b: ExpireBatchResult = await this.timed(size, (tx) => tx.messages.expireBatch(pos, now, size))
         result.expired += b.expired
         result.removed_delivered += b.removed
         result.batches++
@@ -76,13 +77,13 @@ export class MessageSweeper {
         if (b.scanned < size) break
         await this.pause()
       }
-      this.repo.setStateNumber(SWEEP_WATERMARK_KEY, now)
+      await this.storage.state.setNumber(SWEEP_WATERMARK_KEY, now)
     }
     // envelopes past the retention (and anything else that old)
     const cutoff = now - this.expiredRetentionMs
     for (;;) {
       const size = this.batch
-      const n = this.timed(size, () => this.repo.removeExpiredBatch(cutoff, size))
+      const n = await this.timed(size, (tx) => tx.messages.removeExpiredBatch(cutoff, size))
       result.removed_expired += n
       result.batches++
       if (n < size) break
@@ -92,9 +93,9 @@ export class MessageSweeper {
   }
 
   /** Runs one batch in its own transaction and adapts the next batch size to how long it took. */
-  private timed<T extends number | { scanned: number }>(size: number, step: () => T): T {
+  private async timed<T extends number | { scanned: number }>(size: number, step: (tx: Stores) => Promise<T>): Promise<T> {
     const started = performance.now()
-    const out = this.repo.transaction(step)
+    const out = await this.storage.transaction(step)
     const elapsed = performance.now() - started
     const full = (typeof out === 'number' ? out : out.scanned) === size
     if (elapsed > this.targetMs * 1.5) this.batch = Math.max(this.minBatch, Math.floor(size / 2))

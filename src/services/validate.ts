@@ -1,12 +1,102 @@
 /**
  * One validator for request shapes, used by services (and so by every path that reaches them:
- * HTTP routes and WebSocket frames alike). Errors become 400 `bad_request` naming each field.
+ * HTTP routes and WebSocket frames alike). Errors become 400 `bad_request` naming each field, with a
+ * message a person can act on ("must be at most 256 characters (it has 300)", "must be one of public,
+ * private"), never the value itself.
  */
-import type { Static, TSchema } from '@sinclair/typebox'
+import { Kind, type Static, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
+import { DefaultErrorFunction, SetErrorFunction, ValueErrorType, type ErrorFunctionParameter } from '@sinclair/typebox/errors'
 import { badRequest, type FieldErrors } from '../errors.ts'
+import { PROBLEM, textProblem, type TText } from './models/text.ts'
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>()
+
+type AnySchema = TSchema & Record<string, any>
+
+const typeName = (s: AnySchema): string => {
+  switch (s[Kind]) {
+    case 'Text':
+    case 'String':
+      return 'a string'
+    case 'Integer':
+      return 'an integer'
+    case 'Number':
+      return 'a number'
+    case 'Boolean':
+      return 'true or false'
+    case 'Null':
+      return 'null'
+    case 'Array':
+      return 'an array'
+    case 'Object':
+    case 'Record':
+      return 'an object'
+    case 'Literal':
+      return JSON.stringify(s.const)
+    default:
+      return 'a value of another type'
+  }
+}
+
+function unionProblem(schema: AnySchema, value: unknown): string {
+  const variants = schema.anyOf as AnySchema[]
+  if (variants.every((v) => v[Kind] === 'Literal')) return `must be one of ${variants.map((v) => String(v.const)).join(', ')}`
+  // a nullable text: say what is wrong with the text
+  const text = variants.find((v) => v[Kind] === 'Text') as TText | undefined
+  if (text && typeof value === 'string') return textProblem(text, value) ?? 'is not valid'
+  return `must be ${[...new Set(variants.map(typeName))].join(' or ')}`
+}
+
+/** The message for one TypeBox error; falls back to TypeBox's own wording for rare cases. */
+export function problemOf(e: ErrorFunctionParameter): string {
+  const s = e.schema as AnySchema
+  switch (e.errorType) {
+    case ValueErrorType.Kind:
+      return s[Kind] === 'Text' ? (textProblem(s as TText, e.value) ?? 'is not valid') : DefaultErrorFunction(e)
+    case ValueErrorType.String:
+      return 'must be a string'
+    case ValueErrorType.StringMinLength:
+      return s.minLength === 1 ? 'must not be empty' : `must be at least ${s.minLength} characters`
+    case ValueErrorType.StringMaxLength:
+      return `must be at most ${s.maxLength} characters`
+    case ValueErrorType.StringPattern:
+      return (s as { [PROBLEM]?: string })[PROBLEM] ?? `must match ${s.pattern}`
+    case ValueErrorType.Union:
+      return unionProblem(s, e.value)
+    case ValueErrorType.Literal:
+      return `must be ${JSON.stringify(s.const)}`
+    case ValueErrorType.Integer:
+      return 'must be an integer'
+    case ValueErrorType.Number:
+      return 'must be a number'
+    case ValueErrorType.IntegerMinimum:
+    case ValueErrorType.NumberMinimum:
+      return `must be at least ${s.minimum}`
+    case ValueErrorType.IntegerMaximum:
+    case ValueErrorType.NumberMaximum:
+      return `must be at most ${s.maximum}`
+    case ValueErrorType.Boolean:
+      return 'must be true or false'
+    case ValueErrorType.Null:
+      return 'must be null'
+    case ValueErrorType.Object:
+      return 'must be an object'
+    case ValueErrorType.ObjectRequiredProperty:
+      return 'is required'
+    case ValueErrorType.ObjectAdditionalProperties:
+      return 'unknown field'
+    case ValueErrorType.Array:
+      return 'must be an array'
+    case ValueErrorType.ArrayMaxItems:
+      return `must have at most ${s.maxItems} items`
+    case ValueErrorType.ArrayMinItems:
+      return `must have at least ${s.minItems} items`
+  }
+  return DefaultErrorFunction(e)
+}
+
+SetErrorFunction(problemOf)
 
 /** "/capabilities/0/name" → "capabilities[0].name"; the root is "body". */
 export function fieldName(pointer: string, root = 'body'): string {
@@ -28,10 +118,21 @@ export function collectFieldErrors(errors: Iterable<{ path: string; message: str
   return fields
 }
 
-/** Returns the value typed by the schema, or throws 400 with every offending field in `details`. */
-export function validate<T extends TSchema>(schema: T, value: unknown, what = 'request body'): Static<T> {
+function compiledCheck(schema: TSchema): TypeCheck<TSchema> {
   let check = compiled.get(schema)
   if (!check) compiled.set(schema, (check = TypeCompiler.Compile(schema)))
+  return check
+}
+
+/** Every offending field of `value` against the schema (empty when it conforms). */
+export function fieldErrors(schema: TSchema, value: unknown): FieldErrors {
+  const check = compiledCheck(schema)
+  return check.Check(value) ? {} : collectFieldErrors(check.Errors(value))
+}
+
+/** Returns the value typed by the schema, or throws 400 with every offending field in `details`. */
+export function validate<T extends TSchema>(schema: T, value: unknown, what = 'request body'): Static<T> {
+  const check = compiledCheck(schema)
   if (check.Check(value)) return value as Static<T>
   throw badRequest(`Invalid ${what}`, collectFieldErrors(check.Errors(value)))
 }
@@ -42,3 +143,11 @@ export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stri
 /** True for a plain JSON object (not an array, not null). */
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** A copy of `input` without the members in `names` whose value is `null` (nullable means absent). */
+export function withoutNulls(input: unknown, names: readonly string[]): unknown {
+  if (!isPlainObject(input) || !names.some((n) => input[n] === null)) return input
+  const out: Record<string, unknown> = { ...input }
+  for (const n of names) if (out[n] === null) delete out[n]
+  return out
+}

@@ -1,5 +1,5 @@
 /**
- * Webhook registration (SPEC §9): owner-only PUT / GET / DELETE with the URL, secret and target rules,
+ * Webhook registration (docs/protocol.md §9): owner-only PUT / GET / DELETE with the URL, secret and target rules,
  * and the step that queues a delivery for every message accepted for an agent with an enabled webhook.
  */
 import { RelayError, badRequest } from '../errors.ts'
@@ -7,14 +7,14 @@ import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
 import { newDeliveryId } from '../lib/ids.ts'
 import { decodeBase64Url } from '../lib/base64url.ts'
-import { blockedAddressKind, isIpLiteral } from '../delivery/address-policy.ts'
-import type { MessageRow } from '../storage/messages-repo.ts'
-import type { WebhookRow, WebhooksRepo } from '../storage/webhooks-repo.ts'
+import { PRIVATE_TARGETS_HINT, blockedAddressKind, isIpLiteral } from '../delivery/address-policy.ts'
+import type { MessageRecord, WebhookRecord } from './models/records.ts'
+import type { Storage, Stores } from './ports.ts'
 import { WEBHOOK_LIMITS, WebhookPutInput, type WebhookConfigJson } from './models/webhook.ts'
 import { validate } from './validate.ts'
 
 /** The one serializer for a webhook configuration; the secret is never part of it. */
-export function webhookToJson(row: WebhookRow): WebhookConfigJson {
+export function webhookToJson(row: WebhookRecord): WebhookConfigJson {
   return {
     url: row.url,
     enabled: row.enabled,
@@ -31,7 +31,7 @@ export interface WebhooksServiceOptions {
 
 export class WebhooksService {
   constructor(
-    private readonly repo: WebhooksRepo,
+    private readonly storage: Storage,
     private readonly clock: Clock,
     private readonly opts: WebhooksServiceOptions,
   ) {}
@@ -40,7 +40,7 @@ export class WebhooksService {
    * Registers or replaces the caller's webhook: 403 for someone else's, 400 for a bad URL or secret,
    * 422 for a literal address in a refused range. A replacement is enabled with no failures.
    */
-  put(caller: string, owner: string, body: unknown): WebhookRow {
+  async put(caller: string, owner: string, body: unknown): Promise<WebhookRecord> {
     this.assertOwner(caller, owner)
     const input = validate(WebhookPutInput, body ?? undefined)
     const fields: Record<string, string> = {}
@@ -53,36 +53,36 @@ export class WebhooksService {
     if (!this.opts.allowPrivateTargets && isIpLiteral(host)) {
       const kind = blockedAddressKind(host)
       if (kind) {
-        throw new RelayError('unprocessable_entity', `Webhook target ${host} is a ${kind} address; this relay does not deliver to such targets`, {
+        throw new RelayError('unprocessable_entity', `Webhook target ${host} is a ${kind} address; this relay does not deliver to such targets (${PRIVATE_TARGETS_HINT})`, {
           field: 'url',
           address: host,
           range: kind,
         })
       }
     }
-    return this.repo.upsert(owner, input.url, input.secret, this.clock.now())
+    return this.storage.webhooks.upsert(owner, input.url, input.secret, this.clock.now())
   }
 
-  get(caller: string, owner: string): WebhookRow {
+  async get(caller: string, owner: string): Promise<WebhookRecord> {
     this.assertOwner(caller, owner)
-    const row = this.repo.find(owner)
+    const row = await this.storage.webhooks.find(owner)
     if (!row) throw new RelayError('not_found', 'No webhook is registered for this agent')
     return row
   }
 
   /** Removes the webhook and cancels its pending deliveries (one transaction); 404 when none. */
-  delete(caller: string, owner: string): void {
+  async delete(caller: string, owner: string): Promise<void> {
     this.assertOwner(caller, owner)
-    if (!this.repo.transaction(() => this.repo.delete(owner))) throw new RelayError('not_found', 'No webhook is registered for this agent')
+    if (!(await this.storage.webhooks.delete(owner))) throw new RelayError('not_found', 'No webhook is registered for this agent')
   }
 
   /**
    * Runs inside the transaction that inserts a message: queues its delivery when the recipient has an
    * enabled webhook, so the message and its outbox entry are committed together (or not at all).
    */
-  enqueueFor(row: MessageRow): boolean {
-    if (!this.repo.isEnabled(row.recipientKey)) return false
-    this.repo.enqueue(newDeliveryId(), row.recipientKey, row.messageId, row.createdAt)
+  async enqueueFor(tx: Stores, row: MessageRecord): Promise<boolean> {
+    if (!(await tx.webhooks.isEnabled(row.recipientKey))) return false
+    await tx.webhooks.enqueue(newDeliveryId(), row.recipientKey, row.messageId, row.createdAt)
     return true
   }
 
@@ -91,8 +91,16 @@ export class WebhooksService {
   }
 }
 
-/** The URL when it is an absolute http(s) URL with a host, else what is wrong with it. */
+/** White space and control characters: the URL parser would drop or encode some silently. */
+const UNSAFE_IN_URL = /[\s\p{Cc}]/u
+
+/**
+ * The URL when it is an absolute http(s) URL with a host, else what is wrong with it. Spaces and
+ * control characters (CR, LF, NUL, …) are refused rather than stored and echoed: send them
+ * percent-encoded.
+ */
 function parseTargetUrl(text: string): URL | string {
+  if (UNSAFE_IN_URL.test(text)) return 'must not contain spaces or control characters (percent-encode them)'
   let url: URL
   try {
     url = new URL(text)

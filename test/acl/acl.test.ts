@@ -1,4 +1,4 @@
-/** The ACL endpoints (SPEC §5): create/change/read/list/delete, ownership, key patterns, the cap. */
+/** The ACL endpoints (docs/protocol.md §5): create/change/read/list/delete, ownership, key patterns, the cap. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { RelayClient } from '../../src/client/index.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -100,8 +100,8 @@ describe('errors', () => {
   test('at most 10,000 entries: the 10,001st → 422; changing an existing one still works', async () => {
     const a = await agent(t)
     const now = t.clock.now()
-    const insert = t.relay.db.$client.prepare('INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)')
-    t.relay.db.$client.transaction(() => {
+    const insert = t.relay.sqlite!.prepare('INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)')
+    t.relay.sqlite!.transaction(() => {
       for (let i = 0; i < 9_999; i++) insert.run(a.publicKey, `peer${String(i).padStart(39, '0')}`, 'block', now, now)
     })()
     expect((await put(a, unknownKey(), { entry_type: 'allow' })).status).toBe(201) // the 10,000th
@@ -124,7 +124,7 @@ test('deleting an agent removes the ACL entries it owns', async () => {
   const a = await agent(t)
   await a.acl.allow(unknownKey())
   await a.deleteAgent()
-  const left = t.relay.db.$client.query('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?').get(a.publicKey) as { n: number }
+  const left = t.relay.sqlite!.query('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?').get(a.publicKey) as { n: number }
   expect(left.n).toBe(0)
   expect(await a.acl.list()).toEqual([]) // the key re-appears as a fresh agent
 })

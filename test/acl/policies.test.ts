@@ -1,4 +1,4 @@
-/** Inbox policies × ACL entries (SPEC §4.3 step 6), on the HTTP path and on the service path. */
+/** Inbox policies × ACL entries (docs/protocol.md §4.3 step 6), on the HTTP path and on the service path. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { UNLIMITED, agent, msg, rawSend } from '../messages/helpers.ts'
@@ -30,10 +30,10 @@ describe('inbox policy × ACL entry', () => {
         if (accepted) expect(res.status).toBe(201)
         else await expectError(res, 403, 'acl_denied')
         // the WebSocket send path calls the same service method
-        const senderRow = t.relay.repos.agents.find(sender.publicKey)!
+        const senderRow = (await t.relay.storage.agents.find(sender.publicKey))!
         const viaService = () => t.relay.features.messages.messages.send(senderRow, msg(recipient))
-        if (accepted) expect(viaService().status).toBe('sent')
-        else expect(viaService).toThrow(expect.objectContaining({ code: 'acl_denied' }))
+        if (accepted) expect((await viaService()).status).toBe('sent')
+        else await expect(viaService()).rejects.toMatchObject({ code: 'acl_denied' })
         // nothing refused reaches the inbox
         const inbox = await recipient.poll()
         expect(inbox.messages.length).toBe(accepted ? 2 : 0)
@@ -73,7 +73,7 @@ describe('inbox policy × ACL entry', () => {
   test('a suspended recipient is 403 forbidden even with an allow entry and an open inbox', async () => {
     const [a, b] = [await agent(t), await agent(t, { inbox_policy: 'open' })]
     await b.acl.allow(a.publicKey)
-    t.relay.services.agents.suspend(b.publicKey, null)
+    await t.relay.services.agents.suspend(b.publicKey, null)
     await expectError(await rawSend(a, msg(b)), 403, 'forbidden')
   })
 })

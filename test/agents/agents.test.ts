@@ -1,4 +1,4 @@
-/** Agents (SPEC §2): defaults, merge semantics, every limit, ownership, DELETE. */
+/** Agents (docs/protocol.md §2): defaults, merge semantics, every limit, ownership, DELETE. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayApiError, type RelayClient } from '../../src/client/index.ts'
@@ -114,7 +114,7 @@ describe('ownership and lookups', () => {
     const unknown = generateKeyPair().publicKey
     await expectError(await t.client().transport.send('GET', `/v1/agents/${unknown}`), 404, 'agent_not_found')
     await expectError(await t.client().transport.send('GET', `/v1/agents/${unknown}/capabilities`), 404, 'agent_not_found')
-    expect(t.relay.repos.agents.find(unknown)).toBeUndefined()
+    expect((await t.relay.storage.agents.find(unknown))).toBeNull()
   })
   test('GET with a malformed key in the path → 400', async () => {
     await expectError(await t.client().transport.send('GET', '/v1/agents/not-a-key'), 400, 'bad_request')
@@ -131,10 +131,10 @@ describe('DELETE', () => {
     const keys = generateKeyPair()
     const c = t.client(keys)
     await c.updateProfile({ display_name: 'Gone', capabilities: [cap()] })
-    const db = t.relay.db.$client
+    const db = t.relay.sqlite!
     db.run(`INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, 'block', 1, 1)`, [keys.publicKey, generateKeyPair().publicKey])
     expect((await c.transport.send('DELETE', `/v1/agents/${keys.publicKey}`)).status).toBe(204)
-    expect(t.relay.repos.agents.find(keys.publicKey)).toBeUndefined()
+    expect((await t.relay.storage.agents.find(keys.publicKey))).toBeNull()
     expect(db.query('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?').get(keys.publicKey)).toEqual({ n: 0 })
     expect(db.query('SELECT count(*) AS n FROM agent_tags WHERE public_key = ?').get(keys.publicKey)).toEqual({ n: 0 })
     await expectError(await t.client().transport.send('GET', `/v1/agents/${keys.publicKey}`), 404, 'agent_not_found')

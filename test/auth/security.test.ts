@@ -1,4 +1,4 @@
-/** The authentication matrix of SPEC §1.2, in process with a fake clock. */
+/** The authentication matrix of docs/protocol.md §1.2, in process with a fake clock. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { bodyHash, canonicalString } from '../../src/auth/canonical.ts'
@@ -49,7 +49,7 @@ describe('step 1: headers present and well-formed → 401 unauthorized', () => {
     const stranger = generateKeyPair()
     const req = signed(stranger, 'GET', `/v1/agents/${stranger.publicKey}`, { nowMs: now(), headers: { 'X-M2M-Signature': 'A'.repeat(86) } })
     await expectError(await t.handle(req), 401, 'invalid_signature')
-    expect(t.relay.repos.agents.find(stranger.publicKey)).toBeUndefined()
+    expect((await t.relay.storage.agents.find(stranger.publicKey))).toBeNull()
   })
 })
 
@@ -143,7 +143,7 @@ describe('step 4: replay → 409 replay_detected', () => {
   test('replay cache entries are pruned only after twice the window', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
     expect((await t.handle(req)).status).toBe(200)
-    const count = () => (t.relay.db.$client.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
+    const count = () => (t.relay.sqlite!.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
     const before = count()
     t.clock.advance(599_000)
     await t.relay.scheduler.runNow('prune-replay-cache')
@@ -172,7 +172,7 @@ describe('step 5: agents', () => {
   test('a suspended agent gets 403 agent_suspended everywhere', async () => {
     const bad = generateKeyPair()
     await t.client(bad).getAgent()
-    t.relay.services.agents.suspend(bad.publicKey, 'spam')
+    await t.relay.services.agents.suspend(bad.publicKey, 'spam')
     await expectError(await t.handle(signed(bad, 'GET', `/v1/agents/${me.publicKey}`, { nowMs: now() })), 403, 'agent_suspended')
     await expectError(
       await t.handle(signed(bad, 'PATCH', `/v1/agents/${bad.publicKey}`, { nowMs: now(), body: '{}' })),
@@ -180,7 +180,7 @@ describe('step 5: agents', () => {
       'agent_suspended',
     )
     await expectError(await t.handle(signed(bad, 'DELETE', `/v1/agents/${bad.publicKey}`, { nowMs: now() })), 403, 'agent_suspended')
-    t.relay.services.agents.unsuspend(bad.publicKey)
+    await t.relay.services.agents.unsuspend(bad.publicKey)
     expect((await t.client(bad).getAgent()).status).toBe('active')
   })
   test('last_active_at writes are coalesced to one per 10 s', async () => {

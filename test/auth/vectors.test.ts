@@ -102,7 +102,7 @@ describe('small-order points', () => {
         const res = await t.handle(new Request(`${BASE_URL}/v1/agents/${key}`, { headers: { 'X-M2M-Public-Key': key, 'X-M2M-Timestamp': ts, 'X-M2M-Signature': 'A'.repeat(86) } }))
         expect(res.status).toBe(401)
       }
-      expect(t.relay.repos.agents.find(key)).toBeUndefined()
+      expect((await t.relay.storage.agents.find(key))).toBeNull()
     } finally {
       await t.close()
     }

@@ -1,4 +1,4 @@
-/** Attachments on send (SPEC §4.1, §4.3 check 4) and how they tie a blob's lifetime to its messages (§6). */
+/** Attachments on send (docs/protocol.md §4.1, §4.3 check 4) and how they tie a blob's lifetime to its messages (§6). */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { RelayClient } from '../../src/client/index.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -94,15 +94,15 @@ describe('422 unprocessable_entity naming the blob ids', () => {
     const a = t.client()
     const x = await uploadText(a, 'racing ' + Math.random())
     const svc = t.relay.features.messages.messages
-    const pending = svc.sendBatched({ publicKey: a.publicKey } as any, { recipient_key: t.client().publicKey, attachments: [{ blob_id: x.blob_id }] })
-    t.relay.db.$client.run('DELETE FROM blobs WHERE blob_id = ?', [x.blob_id])
+    const pending = svc.send({ publicKey: a.publicKey } as any, { recipient_key: t.client().publicKey, attachments: [{ blob_id: x.blob_id }] })
+    t.relay.sqlite!.run('DELETE FROM blobs WHERE blob_id = ?', [x.blob_id])
     await expect(pending).rejects.toMatchObject({ code: 'unprocessable_entity', details: { blob_ids: [x.blob_id] } })
-    const links = t.relay.db.$client.query('SELECT count(*) AS n FROM message_blobs WHERE blob_id = ?').get(x.blob_id) as { n: number }
+    const links = t.relay.sqlite!.query('SELECT count(*) AS n FROM message_blobs WHERE blob_id = ?').get(x.blob_id) as { n: number }
     expect(links.n).toBe(0)
   })
 })
 
-describe('lifetime (SPEC §6)', () => {
+describe('lifetime (docs/protocol.md §6)', () => {
   const expiresOf = (id: string) => blobRecords(t).find((r) => r.blob_id === id)!.expires_at
 
   test('attaching extends the blob to the latest expiry of its messages, never shortens it', async () => {

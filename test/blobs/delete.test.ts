@@ -1,4 +1,4 @@
-/** DELETE /v1/blobs/{blobID} (SPEC §6): owner only, never while an unexpired message attaches it. */
+/** DELETE /v1/blobs/{blobID} (docs/protocol.md §6): owner only, never while an unexpired message attaches it. */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { blobFiles, blobRecords, sweep, uploadText } from './helpers.ts'

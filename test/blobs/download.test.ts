@@ -1,4 +1,4 @@
-/** GET and HEAD /v1/blobs/{blobID} (SPEC §6): headers, ranges, who may read, and ids that are refused. */
+/** GET and HEAD /v1/blobs/{blobID} (docs/protocol.md §6): headers, ranges, who may read, and ids that are refused. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { BlobJson, RelayClient } from '../../src/client/index.ts'
@@ -31,6 +31,34 @@ describe('GET and HEAD', () => {
     expect(res.headers.get('accept-ranges')).toBe('bytes')
     expect(res.headers.get('x-request-id')).toMatch(/^req_/)
     expect(await res.text()).toBe(TEXT)
+  })
+
+  test('every download carries nosniff and a sandboxing CSP; active types are attachments', async () => {
+    const cases: [string, boolean][] = [
+      ['text/plain', false],
+      ['image/png', false],
+      ['application/json; charset=utf-8', false],
+      ['application/octet-stream', false],
+      ['text/html', true],
+      ['TEXT/HTML; charset=utf-8', true],
+      ['image/svg+xml', true],
+      ['application/xhtml+xml', true],
+      ['application/atom+xml', true],
+      ['text/xml', true],
+      ['application/javascript', true],
+      ['text/javascript', true],
+      ['multipart/x-mixed-replace; boundary=x', true],
+      ['text/html, text/plain', true], // not one type: a browser might pick the first
+      ['garbage', true],
+    ]
+    for (const [type, attachment] of cases) {
+      const b = await uploadText(owner, `<b>${type}</b>`, type)
+      for (const res of [await get(owner, b.blob_id), await head(owner, b.blob_id), await get(owner, b.blob_id, { range: 'bytes=0-1' })]) {
+        expect([type, res.headers.get('x-content-type-options')]).toEqual([type, 'nosniff'])
+        expect([type, res.headers.get('content-security-policy')]).toEqual([type, "default-src 'none'; sandbox"])
+        expect([type, res.headers.get('content-disposition')]).toEqual([type, attachment ? 'attachment' : null])
+      }
+    }
   })
 
   test('HEAD: the same headers, no body; the signature covers the method HEAD', async () => {
@@ -111,6 +139,18 @@ describe('Range', () => {
     })
   }
 
+  test('over a real socket too: an ignored Range gets the whole blob, never a bare answer of the server', async () => {
+    const { url } = await t.relay.start()
+    const wire = new (owner.constructor as typeof RelayClient)({ baseUrl: url, keys: keysOf(owner), now: () => t.clock.now() })
+    for (const range of ['bytes=99999999999999999999-', 'bytes=999999999999999999-', 'bytes=-999999999999999999', 'bytes=0-1,5-6', 'bytes= 0-1', 'bytes=5-2']) {
+      const res = await get(wire, blob.blob_id, { range })
+      expect([range, res.status, res.headers.get('content-range'), await res.text()]).toEqual([range, 200, null, TEXT])
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/)
+    }
+    const part = await get(wire, blob.blob_id, { range: 'bytes=2-4' })
+    expect([part.status, await part.text()]).toEqual([206, '234'])
+  })
+
   test('an empty blob has no satisfiable range', async () => {
     const empty = await owner.uploadBlob(new Uint8Array(0))
     expect((await get(owner, empty.blob_id)).status).toBe(200)
@@ -125,7 +165,7 @@ describe('Range', () => {
   })
 })
 
-describe('who may read (SPEC §6)', () => {
+describe('who may read (docs/protocol.md §6)', () => {
   test('owner, sender and recipient of an unexpired message that attaches it; a stranger gets 404; after the message expires only the owner', async () => {
     const sender = t.client()
     const recipient = t.client()

@@ -80,7 +80,7 @@ export const blobFiles = (t: TestRelay) => filesUnder(t.relay.paths.blobs)
 export const tempFiles = (t: TestRelay) => filesUnder(t.relay.paths.tmp)
 
 export function blobRecords(t: TestRelay): { blob_id: string; owner_key: string; hash: string; size_bytes: number; expires_at: number }[] {
-  return t.relay.db.$client.query('SELECT blob_id, owner_key, hash, size_bytes, expires_at FROM blobs ORDER BY created_at, blob_id').all() as any[]
+  return t.relay.sqlite!.query('SELECT blob_id, owner_key, hash, size_bytes, expires_at FROM blobs ORDER BY created_at, blob_id').all() as any[]
 }
 
 export async function uploadText(c: RelayClient, text: string, contentType = 'text/plain'): Promise<BlobJson> {

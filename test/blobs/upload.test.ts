@@ -1,4 +1,4 @@
-/** POST /v1/blobs (SPEC §6): results, content addressing, size limit, quota, and what a failure leaves. */
+/** POST /v1/blobs (docs/protocol.md §6): results, content addressing, size limit, quota, and what a failure leaves. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { BLOB_ID, blobFiles, blobRecords, chunked, enc, json, randomContent, rawUpload, sha256Hex, tempFiles } from './helpers.ts'
@@ -14,7 +14,7 @@ afterAll(() => t.close())
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 describe('a new blob', () => {
-  test('201 with exactly the fields of SPEC §6, storage headers, a random id, 24 h lifetime', async () => {
+  test('201 with exactly the fields of docs/protocol.md §6, storage headers, a random id, 24 h lifetime', async () => {
     const a = t.client()
     const bytes = enc('hello blob')
     const res = await rawUpload(t, a, bytes, { contentType: 'text/plain; charset=utf-8' })

@@ -72,7 +72,7 @@ describe('listen', () => {
 
   test('gives up on an auth failure another attempt cannot fix', async () => {
     const keys = generateKeyPair()
-    r.t.relay.services.agents.suspend(keys.publicKey, null)
+    await r.t.relay.services.agents.suspend(keys.publicKey, null)
     const err = await real(keys).listen({ onMessage: () => {} }).catch((e) => e)
     expect(err).toBeInstanceOf(RelayApiError)
     expect(err.code).toBe('agent_suspended')

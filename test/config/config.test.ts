@@ -1,4 +1,4 @@
-/** Configuration (SPEC §13): precedence, parsing, and one clear line for a bad value. */
+/** Configuration (docs/protocol.md §13): precedence, parsing, and one clear line for a bad value. */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -11,15 +11,18 @@ const dir = tempDir('relay-config-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('defaults', () => {
-  test('match SPEC §13', () => {
+  test('match docs/protocol.md §13', () => {
     const c = defaultConfig()
     expect(c.host).toBe('127.0.0.1')
     expect(c.port).toBe(8080)
     expect(c.dataDir).toBe('./data')
     expect(c.logLevel).toBe('info')
     expect(c.timestampToleranceMs).toBe(300_000)
-    expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120 })
-    expect(c.blobs).toEqual({ maxSizeBytes: 100 * 1024 ** 2, quotaBytes: 1024 ** 3, unattachedTtlMs: 86_400_000 })
+    expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120, requestsPerMin: 600, addressPerMin: 600, addressExempt: '127.0.0.0/8,::1', newAgentsPerHour: 100 })
+    expect(c.admission).toEqual({ mode: 'open', maxAgents: 0 })
+    expect(c.preauth).toEqual({ memoryBytes: 48 * 1024 ** 2, memoryPerAddressBytes: 8 * 1024 ** 2, bodyTimeoutMs: 30_000, diskBytes: 256 * 1024 ** 2 })
+    expect(c.trustProxy).toBe(false)
+    expect(c.blobs).toEqual({ store: '', maxSizeBytes: 100 * 1024 ** 2, quotaBytes: 1024 ** 3, totalQuotaBytes: 0, minFreeDiskBytes: 128 * 1024 ** 2, unattachedTtlMs: 86_400_000 })
     expect(c.messages.expiredRetentionMs).toBe(7 * 86_400_000)
     expect(c.ws.maxConnections).toBe(5)
     expect(c.webhooks.retryDelaysMs).toEqual([60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000])
@@ -28,7 +31,7 @@ describe('defaults', () => {
     expect(c.webhooks.allowPrivateTargets).toBe(false)
     expect(c.sweepIntervalMs).toBe(30_000)
   })
-  test('every option of the SPEC table has its variable', () => {
+  test('every option of the operator table (docs/protocol.md §13) has its variable', () => {
     const envs = OPTIONS.map((o) => o.env)
     for (const v of [
       'RELAY_HOST', 'RELAY_PORT', 'RELAY_DATA_DIR', 'RELAY_LOG_LEVEL', 'RELAY_TIMESTAMP_TOLERANCE', 'RELAY_RATE_SEND_PER_MIN',

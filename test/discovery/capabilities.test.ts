@@ -1,4 +1,4 @@
-/** GET /v1/capabilities (SPEC §3): tags of public active agents with counts, kept in step with profiles. */
+/** GET /v1/capabilities (docs/protocol.md §3): tags of public active agents with counts, kept in step with profiles. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { RelayClient } from '../../src/client/index.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -12,9 +12,9 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-/** The catalog recomputed from the agents table, as the SPEC defines it. */
+/** The catalog recomputed from the agents table, as docs/protocol.md §3 defines it. */
 function recount(): { tag: string; agent_count: number }[] {
-  const rows = t.relay.db.$client
+  const rows = t.relay.sqlite!
     .query<{ capabilities: string }, []>(`SELECT capabilities FROM agents WHERE visibility = 'public' AND status = 'active'`)
     .all()
   const counts = new Map<string, number>()
@@ -83,9 +83,9 @@ describe('the catalog', () => {
     expect(await count()).toBe(0)
     await c.updateProfile({ visibility: 'public', capabilities: [{ name: 'a', tags: ['moving'] }] })
     expect(await count()).toBe(1)
-    t.relay.services.agents.suspend(c.publicKey, null)
+    await t.relay.services.agents.suspend(c.publicKey, null)
     expect(await count()).toBe(0)
-    t.relay.services.agents.unsuspend(c.publicKey)
+    await t.relay.services.agents.unsuspend(c.publicKey)
     expect(await count()).toBe(1)
     await c.deleteAgent()
     expect(await count()).toBe(0)

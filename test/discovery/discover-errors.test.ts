@@ -1,4 +1,4 @@
-/** Discovery error paths (SPEC §3, §11): 400s with named fields, hostile input never a 500, auth first. */
+/** Discovery error paths (docs/protocol.md §3, §11): 400s with named fields, hostile input never a 500, auth first. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { RelayClient } from '../../src/client/index.ts'
 import { BASE_URL, expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -118,7 +118,7 @@ describe('authentication comes first', () => {
   test('a suspended caller gets 403 agent_suspended', async () => {
     const c = t.client()
     await c.getAgent()
-    t.relay.services.agents.suspend(c.publicKey, null)
+    await t.relay.services.agents.suspend(c.publicKey, null)
     await expectError(await c.transport.send('GET', '/v1/discover?tag=nlp'), 403, 'agent_suspended')
     await expectError(await c.transport.send('GET', '/v1/capabilities'), 403, 'agent_suspended')
   })

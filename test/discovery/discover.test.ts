@@ -1,4 +1,4 @@
-/** GET /v1/discover (SPEC §3): each parameter alone and combined, visibility rules, freshness. */
+/** GET /v1/discover (docs/protocol.md §3): each parameter alone and combined, visibility rules, freshness. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import type { RelayClient } from '../../src/client/index.ts'
@@ -249,10 +249,10 @@ describe('who appears', () => {
     const tag = word()
     const c = await agentWith(t, { display_name: tag, capabilities: [{ name: tag, tags: [tag] }] })
     const since = new Date(t.clock.now())
-    t.relay.services.agents.suspend(c.publicKey, 'spam')
+    await t.relay.services.agents.suspend(c.publicKey, 'spam')
     for (const query of [{ tag }, { q: tag }, { name: tag }, { active_since: since }]) expect(await keysOf(me, query)).not.toContain(c.publicKey)
     expect(await me.capabilities({ prefix: tag })).toEqual([])
-    t.relay.services.agents.unsuspend(c.publicKey)
+    await t.relay.services.agents.unsuspend(c.publicKey)
     expect(await keysOf(me, { tag })).toEqual([c.publicKey])
   })
 

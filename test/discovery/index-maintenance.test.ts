@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { MIGRATION_JOURNAL, MIGRATION_SQL } from '../../src/storage/embedded-migrations.ts'
-import { migrate } from '../../src/storage/migrate.ts'
+import { MIGRATION_JOURNAL, MIGRATION_SQL } from '../../src/storage/sqlite/embedded-migrations.ts'
+import { migrate } from '../../src/storage/sqlite/migrate.ts'
 import { startTestRelay, tempDir, type TestRelay } from '../support/harness.ts'
 
 let t: TestRelay
@@ -69,18 +69,20 @@ function checkIndexes(db: Database) {
 }
 
 describe('trigger-maintained indexes', () => {
-  test('stay equal to the agents table through 600 random changes', () => {
+  test('stay equal to the agents table through 600 random changes', async () => {
     const { agents: service } = t.relay.services
-    const repo = t.relay.repos.agents
+    const repo = t.relay.storage.agents
     const keys: string[] = []
     for (let step = 0; step < 600; step++) {
       t.clock.advance(Math.floor(random() * 3))
       const now = t.clock.now()
       const r = random()
-      const live = keys.filter((k) => repo.find(k)?.status === 'active')
+      const statuses = new Map<string, string | undefined>()
+      for (const k of keys) statuses.set(k, (await repo.find(k))?.status)
+      const live = keys.filter((k) => statuses.get(k) === 'active')
       if (r < 0.2 || live.length === 0) {
         const key = randomBytes(32).toString('base64url')
-        repo.findOrCreate(key, now)
+        await repo.create(key, now)
         keys.push(key)
       } else if (r < 0.55) {
         const key = pick(live)
@@ -88,26 +90,26 @@ describe('trigger-maintained indexes', () => {
         if (random() < 0.6) body.capabilities = randomCapabilities()
         if (random() < 0.4) body.visibility = pick(['public', 'private'])
         if (random() < 0.3) body.display_name = random() < 0.2 ? null : `${pick(WORDS)} ${step}`
-        service.patch(key, key, body)
+        await service.patch(key, key, body)
       } else if (r < 0.75) {
-        repo.touch(pick(live), now)
+        await repo.touch(pick(live), now)
       } else if (r < 0.83) {
-        service.suspend(random() < 0.9 ? pick(live) : randomBytes(32).toString('base64url'), 'test')
+        await service.suspend(random() < 0.9 ? pick(live) : randomBytes(32).toString('base64url'), 'test')
       } else if (r < 0.9) {
-        const suspended = keys.filter((k) => repo.find(k)?.status === 'suspended')
-        if (suspended.length) service.unsuspend(pick(suspended))
+        const suspended = keys.filter((k) => statuses.get(k) === 'suspended')
+        if (suspended.length) await service.unsuspend(pick(suspended))
       } else {
         const key = pick(live)
-        service.delete(key, key)
+        await service.delete(key, key)
       }
-      if (step % 100 === 99) checkIndexes(t.relay.db.$client)
+      if (step % 100 === 99) checkIndexes(t.relay.sqlite!)
     }
-    checkIndexes(t.relay.db.$client)
-    expect(t.relay.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM tag_counts').get()!.n).toBeGreaterThan(0)
+    checkIndexes(t.relay.sqlite!)
+    expect(t.relay.sqlite!.query<{ n: number }, []>('SELECT count(*) AS n FROM tag_counts').get()!.n).toBeGreaterThan(0)
   })
 
   test('VACUUM keeps agents_fts aligned with agents (rowids survive)', () => {
-    const db = t.relay.db.$client
+    const db = t.relay.sqlite!
     db.run('VACUUM')
     checkIndexes(db)
   })
@@ -119,7 +121,7 @@ describe('upgrading a database from before the listing columns', () => {
     const db = new Database(join(dir, 'old.db'), { create: true, strict: true })
     db.run('PRAGMA foreign_keys = ON')
     db.run('CREATE TABLE __drizzle_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)')
-    for (const entry of MIGRATION_JOURNAL.entries.filter((e) => e.tag < '0002')) {
+    for (const entry of MIGRATION_JOURNAL.entries.filter((e: { tag: string }) => e.tag < '0002')) {
       for (const stmt of MIGRATION_SQL[entry.tag].split('--> statement-breakpoint')) if (stmt.trim()) db.run(stmt)
       db.run('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)', ['old', entry.when])
     }

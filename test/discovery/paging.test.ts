@@ -1,5 +1,5 @@
 /**
- * Paging (SPEC §3): a keyset cursor over (last_active_at desc, public_key). Walking 250 matching agents
+ * Paging (docs/protocol.md §3): a keyset cursor over (last_active_at desc, public_key). Walking 250 matching agents
  * while some of them become active between pages never returns an agent twice and never skips one whose
  * activity did not change; an agent that becomes active moves to the front of the order, so a walk that
  * has not reached it yet does not see it (the README says so).
@@ -39,7 +39,7 @@ async function walk(query: Parameters<RelayClient['discover']>[0], between: (see
     expect(page.next_cursor === null).toBe(!page.has_more)
     pages.push(page.agents.map((a) => a.public_key))
     seen.push(...page.agents.map((a) => a.public_key))
-    // within a page: the SPEC §3 order
+    // within a page: the docs/protocol.md §3 order
     for (let i = 1; i < page.agents.length; i++) {
       const [p, c] = [page.agents[i - 1], page.agents[i]]
       expect(p.last_active_at > c.last_active_at || (p.last_active_at === c.last_active_at && p.public_key < c.public_key)).toBe(true)

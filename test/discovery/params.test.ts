@@ -1,28 +1,35 @@
-/** The pure parts of discovery: FTS5 expressions from free text, LIKE patterns, cursors. */
+/** The pure parts of discovery: words from free text, their FTS5 expressions, LIKE patterns, cursors. */
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
-import { decodeCursor, encodeCursor, parseIntInRange, substringLike, textSearch } from '../../src/services/discovery-params.ts'
+import { decodeCursor, encodeCursor, parseIntInRange, textSearch } from '../../src/services/discovery-params.ts'
+import { ftsMatch, substringLike } from '../../src/storage/sqlite/discovery-store.ts'
+
+/** textSearch, with the FTS5 expression SQLite storage builds from its words. */
+const fts = (q: string | undefined) => {
+  const s = textSearch(q)
+  return s.kind === 'match' ? { kind: s.kind, expression: ftsMatch(s.terms), words: s.words } : s
+}
 
 describe('textSearch', () => {
   test('quotes every word, doubles inner quotes, matches each as a prefix, ANDs them', () => {
-    expect(textSearch('translate text')).toEqual({ kind: 'match', expression: '"translate"* AND "text"*', words: 2 })
-    expect(textSearch('say "hi" OR NEAR(x)')).toEqual({ kind: 'match', expression: '"say"* AND """hi"""* AND "OR"* AND "NEAR(x)"*', words: 4 })
-    expect(textSearch('a*b')).toEqual({ kind: 'match', expression: '"a*b"*', words: 1 })
+    expect(fts('translate text')).toEqual({ kind: 'match', expression: '"translate"* AND "text"*', words: 2 })
+    expect(fts('say "hi" OR NEAR(x)')).toEqual({ kind: 'match', expression: '"say"* AND """hi"""* AND "OR"* AND "NEAR(x)"*', words: 4 })
+    expect(fts('a*b')).toEqual({ kind: 'match', expression: '"a*b"*', words: 1 })
   })
   test('drops words without letters or digits; none left → matches nothing; blank → absent', () => {
-    expect(textSearch('*** translate !!!')).toEqual({ kind: 'match', expression: '"translate"*', words: 3 })
-    expect(textSearch('*** " !!!')).toEqual({ kind: 'none', words: 3 })
-    expect(textSearch('😀')).toEqual({ kind: 'none', words: 1 })
-    expect(textSearch('  \t\n ')).toEqual({ kind: 'absent' })
-    expect(textSearch('')).toEqual({ kind: 'absent' })
-    expect(textSearch(undefined)).toEqual({ kind: 'absent' })
+    expect(fts('*** translate !!!')).toEqual({ kind: 'match', expression: '"translate"*', words: 3 })
+    expect(fts('*** " !!!')).toEqual({ kind: 'none', words: 3 })
+    expect(fts('😀')).toEqual({ kind: 'none', words: 1 })
+    expect(fts('  \t\n ')).toEqual({ kind: 'absent' })
+    expect(fts('')).toEqual({ kind: 'absent' })
+    expect(fts(undefined)).toEqual({ kind: 'absent' })
   })
   test('control characters separate words (a NUL never reaches FTS5)', () => {
-    expect(textSearch('a\u0000b')).toEqual({ kind: 'match', expression: '"a"* AND "b"*', words: 2 })
-    expect(textSearch('\u0000')).toEqual({ kind: 'absent' })
+    expect(fts('a\u0000b')).toEqual({ kind: 'match', expression: '"a"* AND "b"*', words: 2 })
+    expect(fts('\u0000')).toEqual({ kind: 'absent' })
   })
   test('unicode letters and digits are searchable', () => {
-    expect(textSearch('中文 ٣ café').kind).toBe('match')
+    expect(fts('中文 ٣ café').kind).toBe('match')
   })
   test('every expression it builds is valid FTS5', () => {
     const db = new Database(':memory:')
@@ -31,8 +38,8 @@ describe('textSearch', () => {
     const inputs = ['"', '""', "'", 'NEAR(a b)', 'a OR b', '(', ')', '^x', 'a:b', '-', '+x', '\\', '*', 'x*', '"x', 'x"', 'é', '\u0301x', '\ud800', '\uffff', 'AND', 'NOT']
     for (const a of inputs) {
       for (const b of inputs) {
-        const s = textSearch(`${a} ${b}hello`)
-        if (s.kind === 'match') expect(() => db.query('SELECT rowid FROM f WHERE f MATCH ?').all(s.expression)).not.toThrow()
+        const s = fts(`${a} ${b}hello`)
+        if (s.kind === 'match') expect(() => db.query('SELECT rowid FROM f WHERE f MATCH ?').all(s.expression as string)).not.toThrow()
       }
     }
   })

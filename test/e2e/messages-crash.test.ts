@@ -1,12 +1,14 @@
 /**
- * End to end against the compiled binary: messages answered 201 survive `kill -9` (SPEC §4.3: the
- * answer comes only after the commit), and the pipeline's limits hold over real HTTP.
+ * End to end against the compiled binary: messages answered 201 survive `kill -9` (docs/protocol.md §4.3: the
+ * answer comes only after the commit) — alone, and in rounds mixed with blob uploads and webhook
+ * deliveries — and the pipeline's limits hold over real HTTP.
  */
 import { afterAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient, type KeyPair } from '../../src/client/index.ts'
 import { startBinary, tempDataDir, type RunningRelay } from './binary.ts'
+import { crashRounds } from './crash-load.ts'
 
 const dataDir = tempDataDir()
 const env = { RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0' }
@@ -99,3 +101,19 @@ test('concurrent pollers over real HTTP never receive the same message', async (
   expect(got.length).toBe(new Set(got).size)
   expect(new Set(got)).toEqual(sent)
 })
+
+test('crash rounds: sends, blob uploads and webhook deliveries, kill -9 at random moments; every promise kept', async () => {
+  const dir = tempDataDir()
+  try {
+    const report = await crashRounds({ dataDir: dir, rounds: 4, roundMs: [1500, 3500], senders: 12, uploaders: 3, blobMaxBytes: 256 * 1024, deliveryWaitMs: 20_000 })
+    expect(report.messages).toBeGreaterThan(100)
+    expect(report.blobs).toBeGreaterThan(10)
+    expect(report.hookedMessages).toBeGreaterThan(50)
+    expect(report.missingMessages).toEqual([])
+    expect(report.badBlobs).toEqual([])
+    expect(report.undelivered).toEqual([])
+    expect(report.changedDeliveryIds).toEqual([])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}, 90_000)

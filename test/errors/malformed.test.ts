@@ -1,4 +1,4 @@
-/** SPEC §11: every error is the envelope with a request id; no malformed input gives a 500. */
+/** docs/protocol.md §11: every error is the envelope with a request id; no malformed input gives a 500. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { BASE_URL, expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -132,7 +132,7 @@ describe('unexpected failures', () => {
       const c = r.client()
       await c.getAgent()
       // break the storage under the running relay
-      r.relay.db.$client.run('DROP TABLE agent_tags')
+      r.relay.sqlite!.run('DROP TABLE agent_tags')
       const res = await c.transport.send('PATCH', `/v1/agents/${c.publicKey}`, { capabilities: [{ name: 'x', tags: ['a'] }] })
       const err = await expectError(res, 500, 'internal_error')
       expect(err.message).toBe('Internal error')

@@ -69,7 +69,7 @@ describe('over a real socket', () => {
     expect(head).toStartWith('HTTP/1.1 200')
   })
 
-  test('a declared body beyond every limit gets the SPEC envelope, not a bare 413', async () => {
+  test('a declared body beyond every limit gets the error envelope, not a bare 413', async () => {
     const keys = generateKeyPair()
     const client = new RelayClient({ baseUrl: url, keys, now: () => t.clock.now() })
     const req = client.transport.buildRequest('POST', '/v1/messages', { recipient_key: keys.publicKey, body: {} })

@@ -1,4 +1,4 @@
-/** SPEC §4.1, §4.3 and §12 limits of POST /v1/messages: 413s, and 400 naming each field. */
+/** docs/protocol.md §4.1, §4.3 and §12 limits of POST /v1/messages: 413s, and 400 naming each field. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { MAX_JSON_REQUEST_BYTES } from '../../src/http/app.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -73,14 +73,16 @@ describe('400 bad_request names each offending field', () => {
   test('several bad fields are all named', async () => {
     await expectFields({ recipient_key: 'x', body: 1, expires_in: 0, thread_id: 5, metadata: [] }, ['recipient_key', 'expires_in', 'thread_id', 'metadata'])
   })
-  test('expires_in bounds: 1 and 2,592,000 accepted; 0, 2,592,001, fractions, strings refused', async () => {
+  test('expires_in bounds: 1 and 2,592,000 accepted; 0, 2,592,001, fractions, strings refused; null is the default', async () => {
+    const absent: any = await (await rawSend(a, { recipient_key: to, body: 1, expires_in: null })).json()
+    expect(Date.parse(absent.expires_at) - Date.parse(absent.created_at)).toBe(604_800_000)
     for (const ok of [1, 2_592_000]) {
       const res = await rawSend(a, { recipient_key: to, body: 1, expires_in: ok })
       expect(res.status).toBe(201)
       const out: any = await res.json()
       expect(Date.parse(out.expires_at) - Date.parse(out.created_at)).toBe(ok * 1000)
     }
-    for (const bad of [0, -1, 2_592_001, 1.5, '60', null]) await expectFields({ recipient_key: to, body: 1, expires_in: bad }, ['expires_in'])
+    for (const bad of [0, -1, 2_592_001, 1.5, '60']) await expectFields({ recipient_key: to, body: 1, expires_in: bad }, ['expires_in'])
   })
   test('content_type ≤ 255 characters', async () => {
     expect((await rawSend(a, { recipient_key: to, body: 1, content_type: 'c'.repeat(255) })).status).toBe(201)

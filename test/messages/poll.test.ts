@@ -1,8 +1,8 @@
-/** GET /v1/messages (SPEC §4.4): filters, paging, cursors, delivery marking and concurrent pollers. */
+/** GET /v1/messages (docs/protocol.md §4.4): filters, paging, cursors, delivery marking and concurrent pollers. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { MessageJson, PollQuery, RelayClient } from '../../src/client/index.ts'
 import type { MessagesService } from '../../src/services/messages.ts'
-import type { AgentRow } from '../../src/storage/agents-repo.ts'
+import type { AgentRecord } from '../../src/services/models/records.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { UNLIMITED, agent, msg, rawGet } from './helpers.ts'
 
@@ -14,7 +14,7 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-const row = (c: RelayClient): AgentRow => t.relay.repos.agents.find(c.publicKey)!
+const row = async (c: RelayClient): Promise<AgentRecord> => (await t.relay.storage.agents.find(c.publicKey))!
 
 /** Follows next_cursor to the end; checks the paging invariants on the way. */
 async function walk(c: RelayClient, query: PollQuery, limit: number): Promise<MessageJson[]> {
@@ -50,7 +50,7 @@ interface Seeded {
 async function seed250(): Promise<Seeded> {
   const recipient = await agent(t)
   const senders = [await agent(t), await agent(t), await agent(t)]
-  const anchor = svc.send(row(recipient), msg(senders[0], { thread_id: 'anchor-thread' })).message_id
+  const anchor = (await svc.send(await row(recipient), msg(senders[0], { thread_id: 'anchor-thread' }))).message_id
   const all: Seeded['all'] = []
   for (let i = 0; i < 250; i++) {
     if (i % 7 === 0) t.clock.advance(1)
@@ -58,11 +58,12 @@ async function seed250(): Promise<Seeded> {
     const extra: Record<string, string> = {}
     if (i % 3 === 1) extra.in_reply_to = anchor
     if (i % 4 === 0) extra.thread_id = 'thread-A'
-    const sent = svc.send(row(sender), msg(recipient, { body: { i }, ...extra }))
+    const sent = (await svc.send(await row(sender), msg(recipient, { body: { i }, ...extra })))
     all.push({ id: sent.message_id, sender: sender.publicKey, inReplyTo: extra.in_reply_to, threadId: extra.thread_id })
   }
   // sort like the relay does: created_at then message_id
-  const created = new Map(all.map((m) => [m.id, svc.findRow(m.id)!.createdAt]))
+  const created = new Map<string, number>()
+  for (const m of all) created.set(m.id, (await svc.findRow(m.id))!.createdAt)
   all.sort((a, b) => created.get(a.id)! - created.get(b.id)! || (a.id < b.id ? -1 : 1))
   return { recipient, senders, all, anchor }
 }
@@ -120,12 +121,12 @@ describe('paging across 250 messages: no duplicates, no gaps, oldest first', () 
 describe('cursors', () => {
   test('a message accepted in the same millisecond as the last one returned is not passed over', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    for (let i = 0; i < 4; i++) svc.send(row(a), msg(b, { body: i }))
+    for (let i = 0; i < 4; i++) await svc.send(await row(a), msg(b, { body: i }))
     const first = await b.poll({ limit: 2 })
     expect(first.has_more).toBe(true)
-    const last = svc.findRow(first.messages[1].message_id)!
+    const last = (await svc.findRow(first.messages[1].message_id))!
     // same created_at, and an id that sorts before the cursor position
-    t.relay.db.$client.run(
+    t.relay.sqlite!.run(
       `INSERT INTO messages (message_id, sender_key, recipient_key, content_type, body, status, created_at, expires_at)
        VALUES (?, ?, ?, 'application/json', '1', 'sent', ?, ?)`,
       [`msg_${Math.floor(last.createdAt / 1000)}_000000000000`, a.publicKey, b.publicKey, last.createdAt, last.expiresAt],
@@ -137,7 +138,7 @@ describe('cursors', () => {
 
   test('cursors are opaque strings; garbage, tampered or foreign cursors → 400', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    for (let i = 0; i < 3; i++) svc.send(row(a), msg(b))
+    for (let i = 0; i < 3; i++) await svc.send(await row(a), msg(b))
     const page = await b.poll({ status: 'sent', limit: 1 })
     expect(page.next_cursor).toMatch(/^[A-Za-z0-9_-]+$/)
     const tampered = page.next_cursor!.slice(0, -2) + (page.next_cursor!.endsWith('A') ? 'BB' : 'AA')
@@ -175,14 +176,14 @@ describe('query parameters', () => {
 
   test('only messages addressed to the caller; own sent messages are not in the inbox', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    svc.send(row(a), msg(b))
+    await svc.send(await row(a), msg(b))
     expect((await a.poll()).messages).toEqual([])
     expect((await b.poll()).messages.length).toBe(1)
   })
 
   test('a default poll never returns an expired message, even before the sweep', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    svc.send(row(a), msg(b, { expires_in: 10 }))
+    await svc.send(await row(a), msg(b, { expires_in: 10 }))
     t.clock.advance(10_000)
     expect((await b.poll()).messages).toEqual([])
     expect((await b.poll({ status: 'expired' })).messages.length).toBe(1)
@@ -193,7 +194,7 @@ describe('concurrent polls never share a message', () => {
   test('two clients of one agent firing polls at once split the inbox without overlap', async () => {
     const [a, b] = [await agent(t), await agent(t)]
     const ids = new Set<string>()
-    for (let i = 0; i < 180; i++) ids.add(svc.send(row(a), msg(b, { body: i })).message_id)
+    for (let i = 0; i < 180; i++) ids.add((await svc.send(await row(a), msg(b, { body: i }))).message_id)
     const one = t.client(b.transport.keys)
     const two = t.client(b.transport.keys)
     const polls = Array.from({ length: 30 }, (_, i) => (i % 2 ? one : two).poll({ limit: 10 }))
@@ -206,10 +207,10 @@ describe('concurrent polls never share a message', () => {
 
   test('service-level: interleaved polls of the same inbox see disjoint sets', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    for (let i = 0; i < 50; i++) svc.send(row(a), msg(b))
+    for (let i = 0; i < 50; i++) await svc.send(await row(a), msg(b))
     const seen = new Set<string>()
     for (let i = 0; i < 10; i++) {
-      for (const m of svc.poll(b.publicKey, { limit: '7' }).messages) {
+      for (const m of (await svc.poll(b.publicKey, { limit: '7' })).messages) {
         expect(seen.has(m.message_id)).toBe(false)
         seen.add(m.message_id)
       }

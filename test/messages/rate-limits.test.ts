@@ -1,4 +1,4 @@
-/** SPEC §7 over HTTP: per-agent sliding minute, exact headers, 429 envelope, what counts. */
+/** docs/protocol.md §7 over HTTP: per-agent sliding minute, exact headers, 429 envelope, what counts. */
 import { afterEach, describe, expect, test } from 'bun:test'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { agent, msg, rawGet, rawSend, unknownKey } from './helpers.ts'
@@ -79,10 +79,11 @@ describe('send: 30 per sliding minute by default', () => {
     t = await startTestRelay({ rateLimits: { sendPerMin: 2, pollPerMin: 0 } })
     const [a, b] = [await agent(t), await agent(t)]
     const svc = t.relay.features.messages.messages
-    svc.send(t.relay.repos.agents.find(a.publicKey)!, msg(b)) // the WebSocket path
+    const row = (await t.relay.storage.agents.find(a.publicKey))!
+    await svc.send(row, msg(b)) // the WebSocket path
     expect(headers(await rawSend(a, msg(b))).remaining).toBe('0')
     await expectError(await rawSend(a, msg(b)), 429, 'rate_limit_exceeded')
-    expect(() => svc.send(t.relay.repos.agents.find(a.publicKey)!, msg(b))).toThrow(expect.objectContaining({ code: 'rate_limit_exceeded' }))
+    await expect(svc.send(row, msg(b))).rejects.toMatchObject({ code: 'rate_limit_exceeded' })
     expect((await rawSend(b, msg(a))).status).toBe(201)
   })
 })
@@ -105,22 +106,26 @@ describe('poll: 120 per sliding minute by default', () => {
     expect(refused.headers.get('retry-after')).toBe('60')
   })
 
-  test('reading by id, status and threads are not rate limited', async () => {
-    t = await startTestRelay({ rateLimits: { sendPerMin: 5, pollPerMin: 1 } })
+  test('reading by id, status and threads count against the general limit, not the poll limit', async () => {
+    t = await startTestRelay({ rateLimits: { sendPerMin: 5, pollPerMin: 1, requestsPerMin: 100 } })
     const a = await agent(t)
     const { message_id } = await a.send(msg(a, { thread_id: 'x' }))
+    let last = Infinity
     for (const path of [`/v1/messages/${message_id}`, `/v1/messages/${message_id}/status`, '/v1/messages/threads/x']) {
       for (let i = 0; i < 3; i++) {
         const res = await rawGet(a, path)
         expect(res.status).toBe(200)
-        expect(res.headers.get('x-ratelimit-limit')).toBeNull()
+        expect(res.headers.get('x-ratelimit-limit')).toBe('100')
+        const remaining = Number(res.headers.get('x-ratelimit-remaining'))
+        expect(remaining).toBeLessThan(last)
+        last = remaining
       }
     }
   })
 })
 
 test('0 = unlimited: no window, no headers', async () => {
-  t = await startTestRelay({ rateLimits: { sendPerMin: 0, pollPerMin: 0 } })
+  t = await startTestRelay({ rateLimits: { sendPerMin: 0, pollPerMin: 0, requestsPerMin: 0 } })
   const a = await agent(t)
   for (let i = 0; i < 200; i++) {
     const res = await rawSend(a, msg(a))
@@ -128,5 +133,6 @@ test('0 = unlimited: no window, no headers', async () => {
     expect(res.headers.get('x-ratelimit-limit')).toBeNull()
   }
   expect((await rawGet(a, '/v1/messages')).headers.get('x-ratelimit-limit')).toBeNull()
-  expect(t.relay.features.messages.rateLimiter.tracked()).toEqual({ send: 0, poll: 0 })
+  expect((await rawGet(a, `/v1/agents/${a.publicKey}`)).headers.get('x-ratelimit-limit')).toBeNull()
+  expect(t.relay.features.messages.rateLimiter.tracked()).toEqual({ send: 0, poll: 0, request: 0 })
 })

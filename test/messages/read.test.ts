@@ -1,4 +1,4 @@
-/** Reading by id, status and threads (SPEC §4.2, §4.5), and who may read (SPEC §1.3). */
+/** Reading by id, status and threads (docs/protocol.md §4.2, §4.5), and who may read (docs/protocol.md §1.3). */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { RelayClient } from '../../src/client/index.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -63,7 +63,9 @@ describe('GET /v1/messages/threads/{threadID}', () => {
       if (i % 3 === 0) t.clock.advance(1)
     }
     // the relay's order: created_at, then message_id within one millisecond
-    const at = (id: string) => t.relay.features.messages.messages.findRow(id)!.createdAt
+    const created = new Map<string, number>()
+    for (const id of ids) created.set(id, (await t.relay.features.messages.messages.findRow(id))!.createdAt)
+    const at = (id: string) => created.get(id)!
     return ids.sort((x, y) => at(x) - at(y) || (x < y ? -1 : 1))
   }
 

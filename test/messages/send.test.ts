@@ -1,4 +1,4 @@
-/** POST /v1/messages (SPEC §4.3): the happy path, the order of the checks, recipients and threads. */
+/** POST /v1/messages (docs/protocol.md §4.3): the happy path, the order of the checks, recipients and threads. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { RelayApiError } from '../../src/client/index.ts'
 import { startTestRelay, expectError, type TestRelay } from '../support/harness.ts'
@@ -81,7 +81,7 @@ describe('accepting a message', () => {
     const a = await agent(t)
     const laterKeys = (await import('../../src/auth/sign.ts')).generateKeyPair()
     const sent = await a.send(msg(laterKeys.publicKey))
-    expect(t.relay.repos.agents.find(laterKeys.publicKey)).toBeUndefined()
+    expect((await t.relay.storage.agents.find(laterKeys.publicKey))).toBeNull()
     const later = t.client(laterKeys)
     const page = await later.poll()
     expect(page.messages.map((m) => m.message_id)).toEqual([sent.message_id])
@@ -92,36 +92,38 @@ describe('accepting a message', () => {
   test('a suspended recipient → 403 forbidden', async () => {
     const a = await agent(t)
     const b = await agent(t, { inbox_policy: 'open' })
-    t.relay.services.agents.suspend(b.publicKey, 'test')
+    await t.relay.services.agents.suspend(b.publicKey, 'test')
     await expectError(await rawSend(a, msg(b)), 403, 'forbidden')
     const never = unknownKey()
-    t.relay.services.agents.suspend(never, null) // suspending an unknown key creates a suspended record
+    await t.relay.services.agents.suspend(never, null) // suspending an unknown key creates a suspended record
     await expectError(await rawSend(a, msg(never)), 403, 'forbidden')
   })
 
-  test('messageAccepted is emitted after commit, once per message', async () => {
+  test('the committed message is announced after its commit, once per message', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    const seen: { messageId: string; stored: boolean }[] = []
-    const off = t.relay.events.on('messageAccepted', (e) => {
-      expect(e.recipientKey).toBe(b.publicKey)
-      expect(e.senderKey).toBe(a.publicKey)
-      seen.push({ messageId: e.messageId, stored: !!t.relay.features.messages.messages.findRow(e.messageId) })
+    const seen: Promise<{ messageId: string; stored: boolean }>[] = []
+    let listening = true
+    t.relay.signals.onMessage((m, origin) => {
+      if (!listening) return
+      expect(origin).toBe('local')
+      expect(m.recipientKey).toBe(b.publicKey)
+      expect(m.senderKey).toBe(a.publicKey)
+      // read through the reader connection: only committed rows are visible there
+      seen.push(t.relay.features.messages.messages.findRow(m.messageId).then((row) => ({ messageId: m.messageId, stored: !!row })))
     })
     const sent = await a.send(msg(b))
     await rawSend(a, { recipient_key: b.publicKey }) // 422: no event
-    off()
-    expect(seen).toEqual([{ messageId: sent.message_id, stored: true }])
+    listening = false
+    expect(await Promise.all(seen)).toEqual([{ messageId: sent.message_id, stored: true }])
   })
 
   test('the service does not depend on HTTP (the WebSocket path calls it directly)', async () => {
     const [a, b] = [await agent(t), await agent(t)]
-    const sender = t.relay.repos.agents.find(a.publicKey)!
-    const out = t.relay.features.messages.messages.send(sender, msg(b))
+    const sender = (await t.relay.storage.agents.find(a.publicKey))!
+    const out = await t.relay.features.messages.messages.send(sender, msg(b))
     expect(out.status).toBe('sent')
     expect((await b.poll()).messages.map((m) => m.message_id)).toEqual([out.message_id])
-    expect(() => t.relay.features.messages.messages.send(sender, { recipient_key: b.publicKey })).toThrow(
-      expect.objectContaining({ code: 'unprocessable_entity' }),
-    )
+    await expect(t.relay.features.messages.messages.send(sender, { recipient_key: b.publicKey })).rejects.toMatchObject({ code: 'unprocessable_entity' })
   })
 })
 
@@ -150,7 +152,7 @@ describe('thread inheritance from in_reply_to', () => {
   })
 })
 
-describe('the order of the checks (SPEC §4.3)', () => {
+describe('the order of the checks (docs/protocol.md §4.3)', () => {
   const big = 'x'.repeat(1024 * 1024 + 1)
 
   test('413 body size comes before 400 shape', async () => {

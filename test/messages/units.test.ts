@@ -5,33 +5,33 @@ import { decodeCursor, encodeCursor } from '../../src/services/cursor.ts'
 import { RateLimiter } from '../../src/services/rate-limiter.ts'
 
 describe('RateLimiter', () => {
-  test('exact sliding log: N in any 60 s span, a slot frees 60 s after its request', () => {
+  test('exact sliding log: N in any 60 s span, a slot frees 60 s after its request', async () => {
     const rl = new RateLimiter({ send: 3, poll: 0 })
-    expect(rl.check('send', 'a', 0).allowed).toBe(true)
-    expect(rl.check('send', 'a', 10_000).allowed).toBe(true)
-    expect(rl.check('send', 'a', 59_000).remaining).toBe(0)
-    const refused = rl.check('send', 'a', 59_999)
+    expect((await rl.check('send', 'a', 0)).allowed).toBe(true)
+    expect((await rl.check('send', 'a', 10_000)).allowed).toBe(true)
+    expect((await rl.check('send', 'a', 59_000)).remaining).toBe(0)
+    const refused = await rl.check('send', 'a', 59_999)
     expect(refused).toMatchObject({ allowed: false, remaining: 0, retryAfterS: 1, resetAt: 60 })
-    expect(rl.check('send', 'a', 60_000)).toMatchObject({ allowed: true, remaining: 0, resetAt: 70 })
-    expect(rl.check('send', 'a', 60_001).allowed).toBe(false)
-    expect(rl.check('send', 'b', 60_001).allowed).toBe(true) // per key
-    expect(rl.check('poll', 'a', 60_001)).toMatchObject({ allowed: true, headers: {} }) // 0 = unlimited
+    expect(await rl.check('send', 'a', 60_000)).toMatchObject({ allowed: true, remaining: 0, resetAt: 70 })
+    expect((await rl.check('send', 'a', 60_001)).allowed).toBe(false)
+    expect((await rl.check('send', 'b', 60_001)).allowed).toBe(true) // per key
+    expect(await rl.check('poll', 'a', 60_001)).toMatchObject({ allowed: true, headers: {} }) // 0 = unlimited
   })
 
-  test('refused checks are not counted', () => {
+  test('refused checks are not counted', async () => {
     const rl = new RateLimiter({ send: 1, poll: 1 })
-    rl.check('send', 'a', 0)
-    for (let i = 1; i < 1000; i++) expect(rl.check('send', 'a', i * 50).allowed).toBe(false)
-    expect(rl.check('send', 'a', 60_000).allowed).toBe(true)
+    await rl.check('send', 'a', 0)
+    for (let i = 1; i < 1000; i++) expect((await rl.check('send', 'a', i * 50)).allowed).toBe(false)
+    expect((await rl.check('send', 'a', 60_000)).allowed).toBe(true)
   })
 
-  test('enforce throws the SPEC §7 error; peek does not count', () => {
+  test('enforce throws the docs/protocol.md §7 error; peek does not count', async () => {
     const rl = new RateLimiter({ send: 1, poll: 1 })
-    expect(rl.peek('poll', 'a', 5_500)).toMatchObject({ limit: 1, remaining: 1, resetAt: 6 })
-    rl.enforce('poll', 'a', 5_500)
-    expect(rl.peek('poll', 'a', 6_000)).toMatchObject({ remaining: 0, resetAt: 66 })
+    expect(await rl.peek('poll', 'a', 5_500)).toMatchObject({ limit: 1, remaining: 1, resetAt: 6 })
+    await rl.enforce('poll', 'a', 5_500)
+    expect(await rl.peek('poll', 'a', 6_000)).toMatchObject({ remaining: 0, resetAt: 66 })
     try {
-      rl.enforce('poll', 'a', 6_000)
+      await rl.enforce('poll', 'a', 6_000)
       throw new Error('not refused')
     } catch (err: any) {
       expect(err.code).toBe('rate_limit_exceeded')
@@ -40,17 +40,17 @@ describe('RateLimiter', () => {
     }
   })
 
-  test('memory follows traffic: idle agents are pruned, long logs compact', () => {
+  test('memory follows traffic: idle agents are pruned, long logs compact', async () => {
     const rl = new RateLimiter({ send: 100_000, poll: 5 })
-    for (let i = 0; i < 5_000; i++) rl.check('send', 'busy', i)
-    for (let i = 0; i < 100; i++) rl.check('poll', `agent${i}`, 0)
-    expect(rl.tracked()).toEqual({ send: 1, poll: 100 })
-    expect(rl.prune(59_999)).toBe(0)
-    expect(rl.prune(62_000)).toBe(100)
-    expect(rl.tracked()).toEqual({ send: 1, poll: 0 })
+    for (let i = 0; i < 5_000; i++) await rl.check('send', 'busy', i)
+    for (let i = 0; i < 100; i++) await rl.check('poll', `agent${i}`, 0)
+    expect(rl.tracked()).toEqual({ send: 1, poll: 100, request: 0 })
+    expect(await rl.prune(59_999)).toBe(0)
+    expect(await rl.prune(62_000)).toBe(100)
+    expect(rl.tracked()).toEqual({ send: 1, poll: 0, request: 0 })
     // at 64 s the requests of 4.001 s … 4.999 s still count, plus this one
-    expect(rl.check('send', 'busy', 64_000).remaining).toBe(100_000 - 1000)
-    expect(rl.prune(125_000)).toBe(1)
+    expect((await rl.check('send', 'busy', 64_000)).remaining).toBe(100_000 - 1000)
+    expect(await rl.prune(125_000)).toBe(1)
   })
 })
 

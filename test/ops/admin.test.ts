@@ -1,7 +1,7 @@
 /** `relay admin stats` and `relay admin agents`: figures from the database, human and JSON output. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { spawnSync } from 'bun'
-import { StatsRepo } from '../../src/storage/stats-repo.ts'
+import { StatsRepo } from '../../src/storage/sqlite/stats-repo.ts'
 import { startTestRelay, type TestRelay } from '../support/harness.ts'
 import { buildBinary } from '../support/binary.ts'
 
@@ -13,7 +13,7 @@ beforeAll(async () => {
   t = await startTestRelay({}, {})
   t.clock.set(now)
   for (let i = 0; i < 5; i++) await t.client().updateProfile({ display_name: `agent ${i}` })
-  const c = t.relay.db.$client
+  const c = t.relay.sqlite!
   const msg = (id: string, status: string, expiresAt: number) =>
     c.run(`INSERT INTO messages (message_id, sender_key, recipient_key, content_type, status, created_at, expires_at) VALUES (?, 'a', 'b', 'text/plain', ?, ?, ?)`, [id, status, now - 1000, expiresAt])
   msg('m1', 'sent', now + 60_000)
@@ -37,7 +37,7 @@ afterAll(() => t.close())
 
 describe('stats', () => {
   test('counts by effective status', () => {
-    const s = new StatsRepo(t.relay.db.$client, t.relay.paths.database).all(now)
+    const s = new StatsRepo(t.relay.sqlite!, t.relay.paths.database).all(now)
     expect(s.agents).toEqual({ active: 5, suspended: 1, total: 6 })
     expect(s.messages).toEqual({ sent: 1, delivered: 1, expired: 2, total: 4 })
     expect(s.blobs).toEqual({ records: 2, bytes: 200, stored_files: 2, stored_bytes: 150 })

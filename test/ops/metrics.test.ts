@@ -119,7 +119,9 @@ describe('GET /metrics', () => {
     const t = await relay({ enabled: true })
     await t.relay.scheduler.runNow('prune-replay-cache')
     await t.relay.scheduler.runNow('prune-replay-cache')
-    t.relay.events.emit('messageAccepted', { messageId: 'msg_1_000000000000', recipientKey: 'a', senderKey: 'b' })
+    const [a, b] = [t.client(), t.client()]
+    await b.getAgent()
+    await a.send({ recipient_key: b.publicKey, body: { n: 1 } })
     t.relay.ctx.metrics.gauge({ name: 'relay_test_feature_figure', help: 'A figure a feature reads at scrape time.', collect: () => 4 })
     const fams = parsePrometheus(await (await get(t, '/metrics')).text())
     expect(sampleValue(fams, 'relay_job_runs_total', { job: 'prune-replay-cache', outcome: 'ok' })).toBe(2)

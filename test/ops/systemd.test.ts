@@ -90,7 +90,7 @@ describe('deploy/relay.service', () => {
     expect(r.exitCode).toBe(0)
   })
 
-  test('the binary keeps its data where RELAY_DATA_DIR says, without flags', async () => {
+  test('the binary keeps its data where RELAY_DATA_DIR says, without flags; Documentation= is served', async () => {
     const bin = await buildBinary()
     const dir = tempDir('relay-unit-')
     const dataDir = join(dir, 'var', 'lib', 'relay')
@@ -105,6 +105,17 @@ describe('deploy/relay.service', () => {
       expect(ready).toBe(true)
       expect(existsSync(join(dataDir, 'relay.db'))).toBe(true)
       expect(existsSync(join(dataDir, 'blobs'))).toBe(true)
+      // Documentation= points at what the running service serves (on the unit's port)
+      const docs = unit.Unit.Documentation.join(' ').split(/\s+/)
+      expect(docs.length).toBeGreaterThan(0)
+      for (const url of docs) {
+        expect(url).toStartWith(`http://127.0.0.1:${env.RELAY_PORT}/`)
+        const res = await fetch(url.replace(`:${env.RELAY_PORT}/`, `:${port}/`))
+        expect([url, res.status]).toEqual([url, 200])
+        await res.arrayBuffer()
+      }
+      // and `relay health` answers for it
+      expect(spawnSync([bin, 'health', '--url', `http://127.0.0.1:${port}`]).exitCode).toBe(0)
     } finally {
       proc.kill('SIGTERM')
       expect(await proc.exited).toBe(0)

@@ -1,4 +1,4 @@
-/** WebSocket authentication (SPEC §8.1–2, §8.5): every way an auth frame can fail, the window, the limit. */
+/** WebSocket authentication (docs/protocol.md §8.1–2, §8.5): every way an auth frame can fail, the window, the limit. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair, signWsAuth } from '../../src/auth/sign.ts'
 import vectors from '../fixtures/test-vectors.json'
@@ -97,7 +97,7 @@ describe('auth frame', () => {
 
   test('a suspended agent: agent_suspended', async () => {
     const keys = generateKeyPair()
-    r.t.relay.services.agents.suspend(keys.publicKey, 'test')
+    await r.t.relay.services.agents.suspend(keys.publicKey, 'test')
     await expectAuthFailure(authFrame(r.t, keys), 'agent_suspended')
   })
 
@@ -146,7 +146,7 @@ describe('connections per agent', () => {
   test('health details count open sockets', async () => {
     const keys = generateKeyPair()
     const p = await WsProbe.authed(r.t, r.url, keys)
-    const details = r.t.relay.health.details()
+    const details = await r.t.relay.health.details()
     expect(details.components.websocket.status).toBe('ok')
     expect(details.components.websocket.authenticated).toBeGreaterThanOrEqual(1)
     expect(details.components.webhooks).toMatchObject({ status: 'ok', queue_depth: 0, in_flight: 0 })

@@ -4,13 +4,16 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { Connection, type PushSocket, type PushSource } from '../../src/delivery/ws-connection.ts'
-import type { AgentRow } from '../../src/storage/agents-repo.ts'
-import type { MessageRow, Position } from '../../src/storage/messages-repo.ts'
+import type { AgentRecord, MessageRecord, MessagePosition as Position } from '../../src/services/models/records.ts'
 
 const KEY = 'k'.repeat(43)
 const turn = () => new Promise((r) => setImmediate(r))
+/** Lets reads of the (async) backlog and their pushes finish. */
+const settle = async () => {
+  for (let i = 0; i < 4; i++) await turn()
+}
 
-function row(n: number, createdAt = 1000 + n): MessageRow {
+function row(n: number, createdAt = 1000 + n): MessageRecord {
   return {
     messageId: `msg_1_${String(n).padStart(12, '0')}`,
     senderKey: 's',
@@ -42,10 +45,10 @@ function setup() {
     terminate() {},
     ping() {},
   }
-  const store: MessageRow[] = []
+  const store: MessageRecord[] = []
   let onBacklog: (() => void) | null = null
   const source: PushSource = {
-    backlog(_key, after: Position | null, limit) {
+    async backlog(_key, after: Position | null, limit) {
       const rows = store
         .filter((r) => !after || r.createdAt > after.createdAt || (r.createdAt === after.createdAt && r.messageId > after.messageId))
         .sort((a, b) => a.createdAt - b.createdAt || (a.messageId < b.messageId ? -1 : 1))
@@ -53,13 +56,13 @@ function setup() {
       onBacklog?.()
       return rows
     },
-    find: (id) => store.find((r) => r.messageId === id) ?? null,
+    find: async (id) => store.find((r) => r.messageId === id) ?? null,
     frame: (r) => JSON.stringify({ n: r.messageId }),
     now: () => 5000,
   }
   const conn = new Connection(1, socket, source)
-  const commit = (r: MessageRow) => store.push(r)
-  const announce = (r: MessageRow) => conn.offer(r, JSON.stringify({ n: r.messageId }))
+  const commit = (r: MessageRecord) => store.push(r)
+  const announce = (r: MessageRecord) => conn.offer(r, JSON.stringify({ n: r.messageId }))
   return {
     conn,
     sent,
@@ -68,7 +71,7 @@ function setup() {
     announce,
     setMode: (m: typeof mode) => (mode = m),
     beforeBacklog: (fn: (() => void) | null) => (onBacklog = fn),
-    open: () => conn.open({ publicKey: KEY } as AgentRow),
+    open: () => conn.open({ publicKey: KEY } as AgentRecord),
   }
 }
 
@@ -78,9 +81,10 @@ describe('backlog and live overlap', () => {
     const a = row(1)
     s.commit(a)
     s.open() // backlog carries a
-    s.announce(a) // its announcement comes after (same turn of the loop)
+    s.announce(a) // its announcement comes after, while the backlog is read
+    await settle()
     expect(s.sent).toEqual([a.messageId])
-    await turn()
+    s.announce(a) // or even after the sync ended
     s.announce(row(2)) // a genuinely new message afterwards is pushed
     expect(s.sent).toEqual([a.messageId, row(2).messageId])
   })
@@ -89,6 +93,7 @@ describe('backlog and live overlap', () => {
     const s = setup()
     for (let i = 0; i < 150; i++) s.commit(row(i))
     s.open() // first page of 100 now, the rest on the next turn
+    await turn()
     expect(s.sent.length).toBe(100)
     const late = row(200, 500) // created before the cursor, committed during the sync: no page will carry it
     s.commit(late)
@@ -97,8 +102,7 @@ describe('backlog and live overlap', () => {
     const newer = row(300)
     s.commit(newer)
     s.announce(newer)
-    await turn()
-    await turn()
+    await settle()
     expect(s.sent.length).toBe(152)
     expect(new Set(s.sent).size).toBe(152)
     expect(s.sent.slice(0, 150)).toEqual(Array.from({ length: 150 }, (_, i) => row(i).messageId)) // the backlog, in order
@@ -111,6 +115,7 @@ describe('backpressure', () => {
   test('a queued send stops pushes; what is announced meanwhile is caught up after drain, once and in order', async () => {
     const s = setup()
     s.open()
+    await settle()
     s.commit(row(1))
     s.announce(row(1))
     s.setMode('queue')
@@ -124,6 +129,7 @@ describe('backpressure', () => {
     expect(s.sent).toEqual([row(1).messageId, row(2).messageId])
     s.setMode('ok')
     s.conn.drained()
+    await settle()
     expect(s.sent).toEqual([1, 2, 3, 4, 5].map((n) => row(n).messageId))
     expect(s.conn.isCongested).toBe(false)
   })
@@ -131,12 +137,14 @@ describe('backpressure', () => {
   test('a dropped send is pushed again after drain', async () => {
     const s = setup()
     s.open()
+    await settle()
     s.setMode('drop')
     s.commit(row(1))
     s.announce(row(1))
     expect(s.sent).toEqual([])
     s.setMode('ok')
     s.conn.drained()
+    await settle()
     expect(s.sent).toEqual([row(1).messageId])
   })
 
@@ -145,16 +153,18 @@ describe('backpressure', () => {
     for (let i = 0; i < 10; i++) s.commit(row(i))
     s.setMode('queue')
     s.open()
+    await settle()
     expect(s.sent).toEqual([row(0).messageId])
     s.setMode('ok')
     s.conn.drained()
-    await turn()
+    await settle()
     expect(s.sent).toEqual(Array.from({ length: 10 }, (_, i) => row(i).messageId))
   })
 
   test('a message acked (no longer sent) while the socket was congested is not pushed', async () => {
     const s = setup()
     s.open()
+    await settle()
     s.setMode('queue')
     s.commit(row(1))
     s.announce(row(1))
@@ -163,6 +173,7 @@ describe('backpressure', () => {
     s.store.splice(s.store.indexOf(s.store.find((r) => r.messageId === row(2).messageId)!), 1) // polled meanwhile
     s.setMode('ok')
     s.conn.drained()
+    await settle()
     expect(s.sent).toEqual([row(1).messageId])
   })
 })

@@ -1,4 +1,4 @@
-/** Client frames after auth (SPEC §8.4): ack, send with every check of POST, ping, and bad frames. */
+/** Client frames after auth (docs/protocol.md §8.4): ack, send with every check of POST, ping, and bad frames. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { expectError } from '../support/harness.ts'
@@ -74,7 +74,7 @@ describe('send', () => {
     const ap = await WsProbe.authed(r.t, r.url, alice.transport.keys)
     const closed = await agent(r.t, { inbox_policy: 'closed' })
     const suspended = generateKeyPair().publicKey
-    r.t.relay.services.agents.suspend(suspended, null)
+    await r.t.relay.services.agents.suspend(suspended, null)
     const cases: [unknown, string, number][] = [
       [{ recipient_key: unknownKey(), body: 1, colour: 'red' }, 'bad_request', 400],
       [{ recipient_key: 'nope', body: 1 }, 'bad_request', 400],

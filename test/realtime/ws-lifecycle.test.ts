@@ -1,5 +1,5 @@
 /**
- * Socket lifecycle (SPEC §8.5, §2.2, §2.3, §13): slow consumers, dead connections, suspension, deletion
+ * Socket lifecycle (docs/protocol.md §8.5, §2.2, §2.3, §13): slow consumers, dead connections, suspension, deletion
  * and a graceful stop.
  */
 import { afterEach, describe, expect, test } from 'bun:test'
@@ -88,7 +88,7 @@ describe('closing', () => {
     const keys = generateKeyPair()
     const bystander = await WsProbe.authed(r.t, r.url, generateKeyPair())
     const [a, b] = await Promise.all([WsProbe.authed(r.t, r.url, keys), WsProbe.authed(r.t, r.url, keys)])
-    r.t.relay.services.agents.suspend(keys.publicKey, 'abuse')
+    await r.t.relay.services.agents.suspend(keys.publicKey, 'abuse')
     expect((await a.waitClosed()).code).toBe(4003)
     expect((await b.waitClosed()).code).toBe(4003)
     expect(bystander.closed).toBeNull()
@@ -104,8 +104,9 @@ describe('closing', () => {
     const keys = generateKeyPair()
     const p = await WsProbe.authed(r.t, r.url, keys)
     r.t.clock.advance(1)
-    r.t.relay.repos.agents.suspend(keys.publicKey, 'by the operator', r.t.clock.now())
-    r.t.relay.watchSuspensions()
+    // as `relay admin` does it: straight into the database file, not through the relay
+    r.t.relay.sqlite!.run(`UPDATE agents SET status = 'suspended', suspended_reason = 'by the operator', updated_at = ? WHERE public_key = ?`, [r.t.clock.now(), keys.publicKey])
+    await r.t.relay.watchSuspensions()
     expect((await p.waitClosed()).code).toBe(4003)
   })
 

@@ -1,4 +1,4 @@
-/** Pushes (SPEC §8.3): backlog oldest first, then live after each commit; unacked ones come again. */
+/** Pushes (docs/protocol.md §8.3): backlog oldest first, then live after each commit; unacked ones come again. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { WsProbe, until } from '../support/ws.ts'
 import { agent, msg } from '../messages/helpers.ts'

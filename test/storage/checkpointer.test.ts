@@ -3,8 +3,8 @@ import { expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { silentLogger } from '../../src/lib/logger.ts'
-import { Checkpointer } from '../../src/storage/checkpointer.ts'
-import { openDatabase } from '../../src/storage/db.ts'
+import { Checkpointer } from '../../src/storage/sqlite/checkpointer.ts'
+import { openDatabase } from '../../src/storage/sqlite/database.ts'
 import { tempDir } from '../support/harness.ts'
 
 const autocheckpoint = (c: { query: (s: string) => { get: () => unknown } }) =>
@@ -21,7 +21,7 @@ async function until(cond: () => boolean, ms = 5000) {
 test('checkpoints move to the worker and come back when it stops', async () => {
   const dir = tempDir()
   const path = join(dir, 'relay.db')
-  const c = openDatabase(path).$client
+  const c = openDatabase(path)
   try {
     expect(autocheckpoint(c)).toBe(1000)
     c.run('PRAGMA wal_checkpoint(TRUNCATE)')

@@ -67,7 +67,7 @@ export async function startTestRelay(
 export const RFC_KEY_1 = keyPairFromSeed(Buffer.from('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60', 'hex'))
 export const RFC_KEY_2 = keyPairFromSeed(Buffer.from('4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb', 'hex'))
 
-/** Asserts the SPEC §11 envelope and returns the error object. */
+/** Asserts the docs/protocol.md §11 envelope and returns the error object. */
 export async function expectError(res: Response, status: number, code: string) {
   const text = await res.text()
   let body: any

@@ -69,7 +69,7 @@ export function renderSigningExample(): string {
   ].join('\n')
 }
 
-/** When each SPEC §11 code is returned; a code without an entry fails the README test. */
+/** When each docs/protocol.md §11 code is returned; a code without an entry fails the README test. */
 const WHEN: Record<ErrorCode, string> = {
   bad_request: 'malformed JSON, wrong types, out-of-range or unknown fields or parameters (`details` names the fields)',
   unauthorized: 'authentication headers missing or malformed',
@@ -82,13 +82,14 @@ const WHEN: Record<ErrorCode, string> = {
   agent_not_found: 'profile lookups only (never when sending)',
   message_not_found: 'unknown message, or one you neither sent nor received',
   blob_not_found: 'unknown blob, or one you may not read',
+  request_timeout: 'the request body did not arrive within the body deadline (30 s by default)',
   replay_detected: 'this signature was already used (sign every request afresh)',
   blob_referenced: 'the blob is still attached to an unexpired message',
   payload_too_large: 'body over 1 MiB, request over 2 MiB, blob over 100 MiB',
   unprocessable_entity: 'well-formed but semantically invalid (no body and no attachments, unusable blob, too many ACL entries, private webhook target)',
-  rate_limit_exceeded: 'over the per-minute limit; wait `Retry-After` seconds',
+  rate_limit_exceeded: 'over the per-minute limit, or too much unauthenticated traffic from your address; wait `Retry-After` seconds',
   internal_error: 'unexpected failure, logged by the relay with the request id',
-  service_unavailable: 'the relay cannot serve right now (e.g. shutting down); retry later',
+  service_unavailable: 'the relay cannot serve right now (shutting down, or too much unauthenticated traffic over all clients); wait `Retry-After` seconds if given',
   insufficient_storage: 'blob quota exceeded',
   range_not_satisfiable: 'blob downloads: the `Range` selects no byte of the blob (`Content-Range: bytes */SIZE` gives its size)',
 }

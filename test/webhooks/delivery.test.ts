@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries against a real HTTP receiver on 127.0.0.1 (SPEC §9): body and headers, the HMAC as
+ * Webhook deliveries against a real HTTP receiver on 127.0.0.1 (docs/protocol.md §9): body and headers, the HMAC as
  * a receiver checks it, retries with one delivery id, every kind of failure, dropping and disabling,
  * restarts, cancellation, expiry, and the target check after DNS resolution.
  */
@@ -38,10 +38,10 @@ async function nextRound(t: TestRelay, ms = 60) {
 }
 
 const deliveries = (t: TestRelay) =>
-  t.relay.db.$client.query<{ delivery_id: string; attempts: number; last_error: string | null; state: string }, []>('SELECT * FROM webhook_deliveries').all()
+  t.relay.sqlite!.query<{ delivery_id: string; attempts: number; last_error: string | null; state: string }, []>('SELECT * FROM webhook_deliveries').all()
 
 describe('a delivery', () => {
-  test('body, headers and HMAC exactly as SPEC §9; the message becomes delivered', async () => {
+  test('body, headers and HMAC exactly as docs/protocol.md §9; the message becomes delivered', async () => {
     const { t, rx, alice, bob, secret, dispatcher } = await setup()
     await bob.setWebhook(rx.url, secret)
     const sent = await alice.send(msg(bob, { body: { text: 'hello' }, thread_id: 'th-1', metadata: { k: 'v' } }))
@@ -122,7 +122,7 @@ describe('retries', () => {
     for (let i = 0; i < 20; i++) await alice.send(msg(bob))
     await dispatcher.whenIdle()
     const now = t.clock.now()
-    const due = t.relay.db.$client.query<{ next_attempt_at: number }, []>('SELECT next_attempt_at FROM webhook_deliveries').all().map((r) => r.next_attempt_at - now)
+    const due = t.relay.sqlite!.query<{ next_attempt_at: number }, []>('SELECT next_attempt_at FROM webhook_deliveries').all().map((r) => r.next_attempt_at - now)
     expect(due).toHaveLength(20)
     for (const d of due) expect(d >= 9000 && d <= 11_000).toBe(true)
     expect(new Set(due).size).toBeGreaterThan(1)
@@ -254,7 +254,7 @@ describe('durability', () => {
     await alice.send(msg(bob))
     await dispatcher.whenIdle()
     expect(deliveries(t)).toHaveLength(1)
-    t.relay.services.agents.suspend(bob.publicKey, 'abuse')
+    await t.relay.services.agents.suspend(bob.publicKey, 'abuse')
     expect(deliveries(t)).toEqual([])
     await nextRound(t)
     expect(rx.received).toHaveLength(1)
@@ -268,7 +268,7 @@ describe('durability', () => {
     await dispatcher.whenIdle()
     await bob.deleteAgent()
     expect(deliveries(t)).toEqual([])
-    expect(t.relay.db.$client.query('SELECT * FROM webhooks').all()).toEqual([])
+    expect(t.relay.sqlite!.query('SELECT * FROM webhooks').all()).toEqual([])
   })
 })
 

@@ -1,13 +1,13 @@
-/** One attempt in isolation (SPEC §9): the body, the HMAC of the worked example, and where it connects. */
+/** One attempt in isolation (docs/protocol.md §9): the body, the HMAC of the worked example, and where it connects. */
 import { describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { blockedAddressKind, isLocalhostName } from '../../src/delivery/address-policy.ts'
 import { attemptDelivery, deliveryBody, signDelivery, type AttemptInput } from '../../src/delivery/webhook-request.ts'
 import { decodeBase64Url } from '../../src/lib/base64url.ts'
-import type { MessageRow } from '../../src/storage/messages-repo.ts'
+import type { MessageRecord } from '../../src/services/models/records.ts'
 import vectors from '../fixtures/test-vectors.json'
 
-const row: MessageRow = {
+const row: MessageRecord = {
   messageId: 'msg_1795341600_a1b2c3d4e5f6',
   senderKey: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo',
   recipientKey: 'PUAXw-hDiVqStwqnTRt-vJyYLM8uxJaMwM1V8Sr0Zgw',
@@ -113,8 +113,12 @@ describe('where an attempt connects', () => {
 })
 
 describe('address policy', () => {
-  const blocked = ['127.0.0.1', '127.255.255.254', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '100.127.255.255', '0.0.0.0', '224.0.0.251', '239.255.255.250', '255.255.255.255', '::', '::1', 'fe80::1', 'febf::1', 'fc00::1', 'fdff::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:192.168.1.1', '::127.0.0.1', '::ffff:0:10.0.0.1', '64:ff9b::10.0.0.1', '2002:c0a8:0101::1', '[::1]']
-  const allowed = ['8.8.8.8', '1.1.1.1', '100.128.0.1', '172.32.0.1', '172.15.255.255', '192.169.0.1', '93.184.216.34', '2606:4700:4700::1111', '2001:db8::1', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:0808:0808::1']
+  const blocked = ['127.0.0.1', '127.255.255.254', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1', '100.127.255.255', '0.0.0.0', '224.0.0.251', '239.255.255.250', '255.255.255.255', '::', '::1', 'fe80::1', 'febf::1', 'fc00::1', 'fdff::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:192.168.1.1', '::127.0.0.1', '::ffff:0:10.0.0.1', '64:ff9b::10.0.0.1', '2002:c0a8:0101::1', '[::1]',
+    // documentation and other ranges the IANA special-purpose registries mark as not globally reachable
+    '192.0.2.1', '198.51.100.7', '203.0.113.255', '192.88.99.1', '198.18.0.1', '198.19.255.255', '240.0.0.1', '0.1.2.3', '192.0.0.8',
+    '2001:db8::1', '2001:db8:ffff::1', '100::1', '100::ffff:1', '2001::1', '2001:2::1', '2001:1ff::1', '3fff::1', '3fff:fff::1', '5f00::1',
+    '64:ff9b:1::1', '64:ff9b::192.168.0.1', '64:ff9b::169.254.169.254', '::ffff:192.0.2.1', '2002:c633:6401::1']
+  const allowed = ['8.8.8.8', '1.1.1.1', '100.128.0.1', '172.32.0.1', '172.15.255.255', '192.169.0.1', '93.184.216.34', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:0808:0808::1', '192.0.3.1', '198.51.101.1', '203.0.112.1', '2001:200::1', '2001:db9::1', '4000::1', '101::1', '100:0:0:1::1']
   for (const a of blocked) test(`refuses ${a}`, () => expect(blockedAddressKind(a)).not.toBeNull())
   for (const a of allowed) test(`allows ${a}`, () => expect(blockedAddressKind(a)).toBeNull())
   test('names are not addresses', () => expect(blockedAddressKind('example.com')).toBe('invalid'))

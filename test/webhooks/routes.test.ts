@@ -1,4 +1,4 @@
-/** PUT / GET / DELETE /v1/agents/{publicKey}/webhook (SPEC §9): owner only, validation, target policy. */
+/** PUT / GET / DELETE /v1/agents/{publicKey}/webhook (docs/protocol.md §9): owner only, validation, target policy. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
@@ -25,7 +25,7 @@ describe('happy path', () => {
     expect(await a.getWebhook()).toEqual(created)
 
     // a webhook that failed and was disabled comes back enabled with no failures
-    t.relay.db.$client.run('UPDATE webhooks SET enabled = 0, consecutive_failures = 3 WHERE public_key = ?', [a.publicKey])
+    t.relay.sqlite!.run('UPDATE webhooks SET enabled = 0, consecutive_failures = 3 WHERE public_key = ?', [a.publicKey])
     expect(await a.getWebhook()).toMatchObject({ enabled: false, consecutive_failures: 3 })
     t.clock.advance(5000)
     const replaced = await a.setWebhook('http://other.example:8080/in?x=1', secret())
@@ -43,7 +43,7 @@ describe('happy path', () => {
     const a = t.client()
     const s = secret()
     await a.setWebhook('https://agent.example/hook', s)
-    const stored = t.relay.db.$client.query<{ secret: string }, [string]>('SELECT secret FROM webhooks WHERE public_key = ?').get(a.publicKey)
+    const stored = t.relay.sqlite!.query<{ secret: string }, [string]>('SELECT secret FROM webhooks WHERE public_key = ?').get(a.publicKey)
     expect(stored?.secret).toBe(s)
   })
 })
@@ -101,6 +101,20 @@ describe('validation (400)', () => {
   })
 })
 
+describe('URLs with spaces or control characters → 400, never stored or echoed', () => {
+  for (const url of ['http://a.example/x\r\nX-Injected: 1', 'http://a.example/\n', 'http://a.example/\u0000', 'http://a .example/', 'http://a.example/ x', 'http://a.example/\t', 'http://a.example/\u007f', 'http://a.example/\u0085', 'http://a.example/\u2028', ' http://a.example/']) {
+    test(JSON.stringify(url), async () => {
+      const a = t.client()
+      const e = await expectError(await put(a, { url, secret: secret() }), 400, 'bad_request')
+      expect(e.details.fields.url).toBe('must not contain spaces or control characters (percent-encode them)')
+      await expectError(await a.transport.send('GET', `/v1/agents/${a.publicKey}/webhook`), 404, 'not_found')
+    })
+  }
+  test('percent-encoded, they are fine', async () => {
+    expect((await put(t.client(), { url: 'http://a.example/x%0D%0A%20y', secret: secret() })).status).toBe(200)
+  })
+})
+
 describe('target policy at registration (422 for literal addresses)', () => {
   const refused = [
     'http://127.0.0.1/hook',
@@ -124,11 +138,24 @@ describe('target policy at registration (422 for literal addresses)', () => {
     'http://[::ffff:127.0.0.1]/',
     'http://[::ffff:10.1.1.1]/',
     'http://[::ffff:169.254.169.254]/',
+    // documentation and reserved ranges (IANA special-purpose registries)
+    'http://192.0.2.10/',
+    'http://198.51.100.1/',
+    'http://203.0.113.99/',
+    'http://198.18.0.1/',
+    'http://240.1.2.3/',
+    'http://0.1.2.3/',
+    'http://[2001:db8::1]/',
+    'http://[100::1]/',
+    'http://[64:ff9b::10.0.0.1]/',
+    'http://[64:ff9b::c0a8:101]/',
+    'http://[3fff::1]/',
   ]
   for (const url of refused) {
     test(url, async () => {
       const e = await expectError(await put(t.client(), { url, secret: secret() }), 422, 'unprocessable_entity')
       expect(e.details.field).toBe('url')
+      expect(e.message).toContain('RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS')
     })
   }
 

@@ -4,6 +4,8 @@
  */
 import type { CommandSpec } from './command.ts'
 import { acl } from './acl.ts'
+import { agentDelete } from './agent.ts'
+import { blob } from './blob.ts'
 import { capabilities } from './capabilities.ts'
 import { discover } from './discover.ts'
 import { download } from './download.ts'
@@ -30,8 +32,10 @@ export const CLIENT_COMMANDS: CommandSpec[] = [
   thread,
   upload,
   download,
+  ...blob,
   ...acl,
   ...webhook,
   discover,
   capabilities,
+  agentDelete,
 ]

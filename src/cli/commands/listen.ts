@@ -1,5 +1,6 @@
 import type { MessageJson } from '../../client/index.ts'
 import { UsageError, type CommandSpec } from './command.ts'
+import { errorLine } from '../format.ts'
 
 export const listen: CommandSpec = {
   name: 'listen',
@@ -34,7 +35,7 @@ export const listen: CommandSpec = {
           const why = info.error ? info.error.message : `connection closed (${info.code}${info.reason ? ` ${info.reason}` : ''})`
           ctx.out.note(`${why}; reconnecting in ${(info.retryInMs / 1000).toFixed(1)} s\n`)
         },
-        onError: (err) => ctx.out.note(`error: ${(err as Error)?.message ?? String(err)}\n`),
+        onError: (err) => ctx.out.note(errorLine((err as Error)?.message ?? String(err))),
         onMessage: (message: MessageJson, socket) => {
           if (count !== undefined && received >= count) return // past the count: neither printed nor acked
           ctx.out.text(JSON.stringify(message) + '\n')

@@ -1,6 +1,7 @@
 import type { MessageJson, MessagePageJson, PollQuery } from '../../client/index.ts'
 import { table } from '../format.ts'
 import { UsageError, type CommandSpec } from './command.ts'
+import { NO_RETRY_FLAG, retryingClient } from './send.ts'
 import { preview, shortKey } from './show.ts'
 
 const STATUSES = ['sent', 'delivered', 'expired']
@@ -23,6 +24,7 @@ export const poll: CommandSpec = {
     { name: 'cursor', value: 'CURSOR', help: 'continue from a next_cursor printed before (delivered and expired)' },
     { name: 'follow', help: 'keep polling; print each message as a JSON line' },
     { name: 'interval', value: 'SECONDS', help: `pause between polls of --follow when nothing came (default ${DEFAULT_INTERVAL_S})` },
+    NO_RETRY_FLAG,
   ],
   async run(ctx) {
     const f = ctx.flags
@@ -42,7 +44,7 @@ export const poll: CommandSpec = {
       if (!Number.isInteger(n) || n < 1 || n > 100) throw new UsageError('--limit must be an integer 1–100')
       query.limit = n
     }
-    const client = ctx.client()
+    const client = retryingClient(ctx)
     if (f.follow !== 'true') {
       const page = await client.poll(query)
       if (ctx.json) return ctx.out.json(page)

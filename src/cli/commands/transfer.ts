@@ -2,6 +2,7 @@
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
 import type { BlobJson, RelayClient } from '../../client/index.ts'
+import { fields, humanBytes } from '../format.ts'
 import { createProgress } from '../progress.ts'
 import { UsageError, type CommandContext } from './command.ts'
 
@@ -30,4 +31,16 @@ export async function uploadFile(ctx: CommandContext, client: RelayClient, file:
     progress.fail()
     throw err
   }
+}
+
+/** A blob as `relay upload` and `relay blob info` print it; fields a HEAD cannot know are left out. */
+export function blobFields(blob: { blob_id: string; size: number; content_type: string; hash: string; created_at?: string; expires_at?: string }): string {
+  return fields([
+    ['blob', blob.blob_id],
+    ['size', `${humanBytes(blob.size)} (${blob.size} bytes)`],
+    ['content type', blob.content_type],
+    ['sha256', blob.hash],
+    ['created', blob.created_at],
+    ['expires', blob.expires_at],
+  ])
 }

@@ -1,6 +1,5 @@
-import { fields, humanBytes } from '../format.ts'
 import type { CommandSpec } from './command.ts'
-import { uploadFile } from './transfer.ts'
+import { blobFields, uploadFile } from './transfer.ts'
 
 export const upload: CommandSpec = {
   name: 'upload',
@@ -16,15 +15,6 @@ export const upload: CommandSpec = {
   async run(ctx) {
     const blob = await uploadFile(ctx, ctx.client(), ctx.args[0], ctx.flags['content-type'])
     if (ctx.json) return ctx.out.json(blob)
-    ctx.out.text(
-      fields([
-        ['blob', blob.blob_id],
-        ['size', `${humanBytes(blob.size)} (${blob.size} bytes)`],
-        ['content type', blob.content_type],
-        ['sha256', blob.hash],
-        ['created', blob.created_at],
-        ['expires', blob.expires_at],
-      ]),
-    )
+    ctx.out.text(blobFields(blob))
   },
 }

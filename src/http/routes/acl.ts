@@ -1,44 +1,44 @@
-/** /v1/agents/{publicKey}/acl (SPEC §5): owner only; the ACL service validates keys and bodies. */
+/** /v1/agents/{publicKey}/acl (docs/protocol.md §5): owner only; the ACL service validates keys and bodies. */
 import { Elysia } from 'elysia'
 import { aclEntryToJson, type AclService } from '../../services/acl.ts'
 import { AclEntry, AclList, AclPutInput } from '../../services/models/acl.ts'
-import { PublicKey } from '../../services/models/agent.ts'
+import { KeyOrMe, PublicKey } from '../../services/models/agent.ts'
 import { callerOf } from '../app.ts'
-import { doc, errorResponses, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
+import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
-const keys = [pathParam('publicKey', PublicKey), pathParam('peerKey', PublicKey)]
+const keys = [pathParam('publicKey', KeyOrMe), pathParam('peerKey', PublicKey)]
 
 export function aclRoutes(acl: AclService) {
   return new Elysia({ name: 'routes-acl' })
     .get(
       '/v1/agents/:publicKey/acl',
-      ({ request, params }) => acl.list(callerOf(request).publicKey, params.publicKey, rawQuery(request)).map(aclEntryToJson),
+      async ({ request, params }) => (await acl.list(callerOf(request).publicKey, params.publicKey, rawQuery(request))).map(aclEntryToJson),
       {
         detail: doc({
           tags: ['acl'],
           summary: 'Your ACL entries, newest first',
           parameters: [keys[0], ...queryParams({ entry_type: { description: 'allow or block', schema: { type: 'string', enum: ['allow', 'block'] } } })],
-          responses: { 200: jsonResponse(AclList, 'Entries'), ...errorResponses(400, 401, 403, 409) },
+          responses: { 200: jsonResponse(AclList, 'Entries') },
         }),
       },
     )
     .get(
       '/v1/agents/:publicKey/acl/:peerKey',
-      ({ request, params }) => aclEntryToJson(acl.get(callerOf(request).publicKey, params.publicKey, params.peerKey)),
+      async ({ request, params }) => aclEntryToJson(await acl.get(callerOf(request).publicKey, params.publicKey, params.peerKey)),
       {
         detail: doc({
           tags: ['acl'],
           summary: 'Your ACL entry for one peer',
           parameters: keys,
-          responses: { 200: jsonResponse(AclEntry, 'Entry'), ...errorResponses(400, 401, 403, 404, 409) },
+          responses: { 200: jsonResponse(AclEntry, 'Entry') },
         }),
       },
     )
     .put(
       '/v1/agents/:publicKey/acl/:peerKey',
-      ({ request, params, body, set }) => {
-        const { row, created } = acl.put(callerOf(request).publicKey, params.publicKey, params.peerKey, body)
+      async ({ request, params, body, set }) => {
+        const { row, created } = await acl.put(callerOf(request).publicKey, params.publicKey, params.peerKey, body)
         set.status = created ? 201 : 200
         return aclEntryToJson(row)
       },
@@ -48,14 +48,14 @@ export function aclRoutes(acl: AclService) {
           summary: 'Allow or block a peer (201 when created, 200 when it existed)',
           parameters: keys,
           requestBody: jsonBody(AclPutInput),
-          responses: { 200: jsonResponse(AclEntry, 'Changed'), 201: jsonResponse(AclEntry, 'Created'), ...errorResponses(400, 401, 403, 409, 422) },
+          responses: { 200: jsonResponse(AclEntry, 'Changed'), 201: jsonResponse(AclEntry, 'Created') },
         }),
       },
     )
     .delete(
       '/v1/agents/:publicKey/acl/:peerKey',
-      ({ request, params, set }) => {
-        acl.delete(callerOf(request).publicKey, params.publicKey, params.peerKey)
+      async ({ request, params, set }) => {
+        await acl.delete(callerOf(request).publicKey, params.publicKey, params.peerKey)
         set.status = 204
         return null
       },
@@ -64,7 +64,7 @@ export function aclRoutes(acl: AclService) {
           tags: ['acl'],
           summary: 'Remove your ACL entry for a peer',
           parameters: keys,
-          responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404, 409) },
+          responses: { 204: { description: 'Removed' } },
         }),
       },
     )

@@ -1,46 +1,64 @@
-/** /v1/agents/{publicKey} and its capabilities (SPEC §2.2). */
+/**
+ * /v1/agents/{publicKey} and its capabilities. The agents service validates bodies itself
+ * (the framework's validator would answer some bad values with a 500), so the schemas here are
+ * documentation only. `me` stands for the caller's own key on every /v1/agents/{publicKey} path.
+ */
 import { Elysia } from 'elysia'
-import { Type as T } from '@sinclair/typebox'
+import { parseExact } from '../../lib/json-text.ts'
 import { agentToJson, type AgentsService } from '../../services/agents.ts'
-import { Agent, AgentPatch, CapabilityList, ErrorEnvelope, PublicKey } from '../../services/models/agent.ts'
+import { Agent, AgentPatchInput, CapabilityList, KeyOrMe } from '../../services/models/agent.ts'
 import { callerOf } from '../app.ts'
+import { doc, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
 
-const params = T.Object({ publicKey: PublicKey })
-const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope }
+const key = [pathParam('publicKey', KeyOrMe)]
 
 export function agentRoutes(agents: AgentsService) {
   return new Elysia({ name: 'routes-agents' })
-    .get('/v1/agents/:publicKey', ({ params }) => agentToJson(agents.get(params.publicKey)), {
-      params,
-      response: { 200: Agent, ...errors },
-      detail: { tags: ['agents'], summary: 'Read an agent profile' },
+    .get('/v1/agents/:publicKey', async ({ params }) => agentToJson(await agents.get(params.publicKey)), {
+      detail: doc({
+        tags: ['agents'],
+        summary: 'Read an agent profile',
+        parameters: key,
+        responses: { 200: jsonResponse(Agent, 'The profile') },
+      }),
     })
     .patch(
       '/v1/agents/:publicKey',
-      ({ params, body, request }) => agentToJson(agents.patch(callerOf(request).publicKey, params.publicKey, body)),
+      async ({ params, body, request }) => agentToJson(await agents.patch(callerOf(request).publicKey, params.publicKey, body)),
       {
-        params,
-        body: T.Optional(AgentPatch),
-        response: { 200: Agent, ...errors },
-        detail: { tags: ['agents'], summary: 'Update your own profile (fields present replace whole fields)' },
+        detail: doc({
+          tags: ['agents'],
+          summary: 'Update your own profile (fields present replace whole fields)',
+          parameters: key,
+          requestBody: { ...jsonBody(AgentPatchInput), required: false },
+          responses: { 200: jsonResponse(Agent, 'The updated profile') },
+        }),
       },
     )
     .delete(
       '/v1/agents/:publicKey',
-      ({ params, request, set }) => {
-        agents.delete(callerOf(request).publicKey, params.publicKey)
+      async ({ params, request, set }) => {
+        await agents.delete(callerOf(request).publicKey, params.publicKey)
         set.status = 204
         return null
       },
-      { params, detail: { tags: ['agents'], summary: 'Delete your own agent and its data' } },
-    )
-    .get(
-      '/v1/agents/:publicKey/capabilities',
-      ({ params }) => ({ capabilities: JSON.parse(agents.get(params.publicKey).capabilities) }),
       {
-        params,
-        response: { 200: CapabilityList, ...errors },
-        detail: { tags: ['agents'], summary: 'Full capability definitions of an agent' },
+        detail: doc({
+          tags: ['agents'],
+          summary: 'Delete your own agent and its data',
+          description:
+            'Removes your profile, ACL entries, webhook, the messages addressed to you and your unreferenced blobs, and closes your WebSockets. The key may come back later as a fresh agent.',
+          parameters: key,
+          responses: { 204: { description: 'Deleted' } },
+        }),
       },
     )
+    .get('/v1/agents/:publicKey/capabilities', async ({ params }) => ({ capabilities: parseExact((await agents.get(params.publicKey)).capabilities) }), {
+      detail: doc({
+        tags: ['agents'],
+        summary: 'Full capability definitions of an agent',
+        parameters: key,
+        responses: { 200: jsonResponse(CapabilityList, 'Capabilities') },
+      }),
+    })
 }

@@ -1,40 +1,77 @@
 /**
- * /v1/openapi.json generated from the route schemas, and /docs: the Scalar reference served from a copy
- * embedded in the binary, so the page renders without internet access.
+ * /v1/openapi.json, generated from the route schemas and finished by `finishDocument`, and /docs (also
+ * /docs/): the Scalar reference served from a copy embedded in the binary. The page is configured so
+ * that loading it calls no outside host: no request proxy, no telemetry, no fonts, no AI agent, no
+ * developer toolbar or cloud buttons (test/docs/docs-page.test.ts records every request a browser makes).
  */
-import { openapi } from '@elysiajs/openapi'
+import { toOpenAPISchema } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 // embedded as a file, not a string: served from the executable without sitting on the JS heap
 import scalarBundlePath from '../../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' }
+import { EXAMPLE, finishDocument } from '../openapi-document.ts'
+
+const DOCUMENT_PATH = '/v1/openapi.json'
+const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/metrics', DOCUMENT_PATH] }
+
+/** Scalar's options; every one that could reach a Scalar-hosted service is switched off. */
+export const SCALAR_CONFIG = {
+  url: DOCUMENT_PATH,
+  // "" = send test requests straight to the relay, never through Scalar's cloud proxy
+  proxyUrl: '',
+  telemetry: false,
+  withDefaultFonts: false,
+  hideClientButton: true,
+  showDeveloperTools: 'never',
+  agent: { disabled: true },
+  documentDownloadType: 'json',
+  metaData: { title: 'Agent Relay API' },
+  // realistic values in the request examples instead of YOUR_SECRET_TOKEN: the worked example of docs/protocol.md §1
+  authentication: {
+    preferredSecurityScheme: [['publicKey', 'timestamp', 'signature']],
+    securitySchemes: {
+      publicKey: { value: EXAMPLE.publicKey },
+      timestamp: { value: EXAMPLE.timestamp },
+      signature: { value: EXAMPLE.signature },
+    },
+  },
+}
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Agent Relay API</title>
+<meta name="description" content="API reference of this Agent Relay: signed requests, messages, blobs, WebSocket and webhooks.">
+</head>
+<body>
+<div id="app"></div>
+<script src="/docs/scalar.js"></script>
+<script>Scalar.createApiReference('#app', ${JSON.stringify(SCALAR_CONFIG).replace(/</g, '\\u003c')})</script>
+</body>
+</html>
+`
 
 export function docsRoutes(version: string) {
-  return new Elysia({ name: 'routes-docs' })
-    .use(
-      openapi({
-        path: '/docs',
-        specPath: '/v1/openapi.json',
-        provider: 'scalar',
-        scalar: { cdn: '/docs/scalar.js', withDefaultFonts: false, hideClientButton: true } as never,
-        exclude: { paths: ['/docs', '/docs/scalar.js', '/metrics'] },
-        documentation: {
-          info: {
-            title: 'Agent Relay',
-            version,
-            description:
-              'Self-hosted message relay for AI agents. Every endpoint except /v1/health*, /v1/openapi.json and /docs ' +
-              'requires the three X-M2M-* headers: an Ed25519 signature over METHOD\\nPATH\\nTIMESTAMP\\nBODY_HASH.',
-          },
-          components: {
-            securitySchemes: {
-              publicKey: { type: 'apiKey', in: 'header', name: 'X-M2M-Public-Key' },
-              timestamp: { type: 'apiKey', in: 'header', name: 'X-M2M-Timestamp' },
-              signature: { type: 'apiKey', in: 'header', name: 'X-M2M-Signature' },
-            },
-          },
-          security: [{ publicKey: [], timestamp: [], signature: [] }],
-        },
-      }),
+  let cached: { routes: number; doc: unknown } | undefined
+  const app = new Elysia({ name: 'routes-docs' })
+  const page = () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } })
+  return app
+    .get(
+      DOCUMENT_PATH,
+      () => {
+        // the same count the openapi plugin uses to know when routes were added (a protected method)
+        const routes = (app as unknown as { getGlobalRoutes(): unknown[] }).getGlobalRoutes().length
+        if (cached?.routes !== routes) {
+          const { paths, components } = toOpenAPISchema(app, EXCLUDE, undefined, undefined, '3.1.2')
+          cached = { routes, doc: finishDocument({ openapi: '3.1.0', paths, components }, version) }
+        }
+        return cached.doc
+      },
+      { detail: { hide: true } },
     )
+    .get('/docs', page, { detail: { hide: true } })
+    .get('/docs/', page, { detail: { hide: true } })
     .get(
       '/docs/scalar.js',
       () => new Response(Bun.file(scalarBundlePath), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400' } }),

@@ -1,13 +1,14 @@
 /**
- * /v1/messages (SPEC §4.2). The messages service validates bodies and queries itself (the same checks
- * serve WebSocket frames, and SPEC §4.3 puts the 413 body check before the 400 shape check), so these
+ * /v1/messages (docs/protocol.md §4.2). The messages service validates bodies and queries itself (the same checks
+ * serve WebSocket frames, and docs/protocol.md §4.3 puts the 413 body check before the 400 shape check), so these
  * routes carry their schemas as documentation only.
  */
 import { Elysia } from 'elysia'
+import { stringifyJson } from '../../lib/json-text.ts'
 import type { MessagesService } from '../../services/messages.ts'
 import { MESSAGE_LIMITS, Message, MessagePage, MessageStatusResult, SendMessageInput, SendResult } from '../../services/models/message.ts'
 import { callerOf } from '../app.ts'
-import { doc, errorResponses, jsonBody, jsonResponse, pathParam, queryParams, rateLimitHeaders } from '../openapi-docs.ts'
+import { doc, jsonBody, jsonResponse, pathParam, queryParams, rateLimitHeaders } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
 const pageParams = {
@@ -18,12 +19,15 @@ const pageParams = {
   },
 }
 
+/** Messages and pages of them, with each `body` and `metadata` spliced in exactly as sent. */
+const exactJson = (value: unknown) => new Response(stringifyJson(value), { headers: { 'content-type': 'application/json;charset=utf-8' } })
+
 export function messageRoutes(messages: MessagesService) {
   return new Elysia({ name: 'routes-messages' })
     .post(
       '/v1/messages',
       async ({ request, body, set }) => {
-        const { rate, ...result } = await messages.sendBatched(callerOf(request), body)
+        const { rate, ...result } = await messages.send(callerOf(request), body)
         Object.assign(set.headers, rate.headers)
         set.status = 201
         return result
@@ -36,16 +40,16 @@ export function messageRoutes(messages: MessagesService) {
             'Checks in order: 413 (request > 2 MiB or body > 1 MiB serialized), 400, 422 (neither body nor attachments; ' +
             'unusable attachments), 429, 403 forbidden (suspended recipient), 403 acl_denied. Answers once the message is committed.',
           requestBody: jsonBody(SendMessageInput),
-          responses: { 201: jsonResponse(SendResult, 'Accepted', rateLimitHeaders), ...errorResponses(400, 401, 403, 409, 413, 422, 429) },
+          responses: { 201: jsonResponse(SendResult, 'Accepted', rateLimitHeaders) },
         }),
       },
     )
     .get(
       '/v1/messages',
-      ({ request, set }) => {
-        const { rate, ...page } = messages.poll(callerOf(request).publicKey, rawQuery(request))
+      async ({ request, set }) => {
+        const { rate, ...page } = await messages.poll(callerOf(request).publicKey, rawQuery(request))
         Object.assign(set.headers, rate.headers)
-        return page
+        return exactJson(page)
       },
       {
         detail: doc({
@@ -58,39 +62,39 @@ export function messageRoutes(messages: MessagesService) {
             in_reply_to: { description: 'only replies to this message id', schema: { type: 'string' } },
             thread_id: { description: 'only this thread', schema: { type: 'string' } },
           }),
-          responses: { 200: jsonResponse(MessagePage, 'One page', rateLimitHeaders), ...errorResponses(400, 401, 403, 409, 429) },
+          responses: { 200: jsonResponse(MessagePage, 'One page', rateLimitHeaders) },
         }),
       },
     )
     .get(
       '/v1/messages/threads/:threadID',
-      ({ request, params }) => messages.thread(callerOf(request).publicKey, params.threadID, rawQuery(request)),
+      async ({ request, params }) => exactJson(await messages.thread(callerOf(request).publicKey, params.threadID, rawQuery(request))),
       {
         detail: doc({
           tags: ['messages'],
           summary: 'Messages of a thread that you sent or received, oldest first',
           parameters: [pathParam('threadID'), ...queryParams(pageParams)],
-          responses: { 200: jsonResponse(MessagePage, 'One page'), ...errorResponses(400, 401, 403, 409) },
+          responses: { 200: jsonResponse(MessagePage, 'One page') },
         }),
       },
     )
-    .get('/v1/messages/:messageID', ({ request, params }) => messages.get(callerOf(request).publicKey, params.messageID), {
+    .get('/v1/messages/:messageID', async ({ request, params }) => exactJson(await messages.get(callerOf(request).publicKey, params.messageID)), {
       detail: doc({
         tags: ['messages'],
         summary: 'Read a message (sender or recipient; the recipient reading it marks it delivered)',
         parameters: [pathParam('messageID')],
-        responses: { 200: jsonResponse(Message, 'The message'), ...errorResponses(401, 403, 404, 409) },
+        responses: { 200: jsonResponse(Message, 'The message') },
       }),
     })
     .get(
       '/v1/messages/:messageID/status',
-      ({ request, params }) => messages.status(callerOf(request).publicKey, params.messageID),
+      async ({ request, params }) => await messages.status(callerOf(request).publicKey, params.messageID),
       {
         detail: doc({
           tags: ['messages'],
           summary: 'Delivery status of a message (sender or recipient)',
           parameters: [pathParam('messageID')],
-          responses: { 200: jsonResponse(MessageStatusResult, 'Status'), ...errorResponses(401, 403, 404, 409) },
+          responses: { 200: jsonResponse(MessageStatusResult, 'Status') },
         }),
       },
     )

@@ -1,16 +1,16 @@
-/** /v1/agents/{publicKey}/webhook (SPEC §9): owner only; the webhooks service validates bodies. */
+/** /v1/agents/{publicKey}/webhook (docs/protocol.md §9): owner only; the webhooks service validates bodies. */
 import { Elysia } from 'elysia'
-import { PublicKey } from '../../services/models/agent.ts'
+import { KeyOrMe } from '../../services/models/agent.ts'
 import { WebhookConfig, WebhookPutInput } from '../../services/models/webhook.ts'
 import { webhookToJson, type WebhooksService } from '../../services/webhooks.ts'
 import { callerOf } from '../app.ts'
-import { doc, errorResponses, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
+import { doc, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
 
-const key = [pathParam('publicKey', PublicKey)]
+const key = [pathParam('publicKey', KeyOrMe)]
 
 export function webhookRoutes(webhooks: WebhooksService) {
   return new Elysia({ name: 'routes-webhooks' })
-    .put('/v1/agents/:publicKey/webhook', ({ request, params, body }) => webhookToJson(webhooks.put(callerOf(request).publicKey, params.publicKey, body)), {
+    .put('/v1/agents/:publicKey/webhook', async ({ request, params, body }) => webhookToJson(await webhooks.put(callerOf(request).publicKey, params.publicKey, body)), {
       detail: doc({
         tags: ['webhooks'],
         summary: 'Register or replace your webhook (enabled, failure count reset)',
@@ -19,21 +19,21 @@ export function webhookRoutes(webhooks: WebhooksService) {
           '(hex HMAC-SHA256 of the raw body keyed with the 32 secret bytes). 422 for a literal loopback or private target.',
         parameters: key,
         requestBody: jsonBody(WebhookPutInput),
-        responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)'), ...errorResponses(400, 401, 403, 409, 422) },
+        responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)') },
       }),
     })
-    .get('/v1/agents/:publicKey/webhook', ({ request, params }) => webhookToJson(webhooks.get(callerOf(request).publicKey, params.publicKey)), {
+    .get('/v1/agents/:publicKey/webhook', async ({ request, params }) => webhookToJson(await webhooks.get(callerOf(request).publicKey, params.publicKey)), {
       detail: doc({
         tags: ['webhooks'],
         summary: 'Your webhook configuration',
         parameters: key,
-        responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)'), ...errorResponses(401, 403, 404, 409) },
+        responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)') },
       }),
     })
     .delete(
       '/v1/agents/:publicKey/webhook',
-      ({ request, params, set }) => {
-        webhooks.delete(callerOf(request).publicKey, params.publicKey)
+      async ({ request, params, set }) => {
+        await webhooks.delete(callerOf(request).publicKey, params.publicKey)
         set.status = 204
         return null
       },
@@ -42,7 +42,7 @@ export function webhookRoutes(webhooks: WebhooksService) {
           tags: ['webhooks'],
           summary: 'Remove your webhook; pending deliveries are cancelled',
           parameters: key,
-          responses: { 204: { description: 'Removed' }, ...errorResponses(401, 403, 404, 409) },
+          responses: { 204: { description: 'Removed' } },
         }),
       },
     )

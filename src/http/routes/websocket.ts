@@ -1,11 +1,11 @@
 /**
- * GET /v1/ws in the OpenAPI document (SPEC §8). A WebSocket handshake never reaches this route: Bun's
+ * GET /v1/ws in the OpenAPI document (docs/protocol.md §8). A WebSocket handshake never reaches this route: Bun's
  * server hands it to the socket hub first. A plain signed GET gets a 400 saying how to connect.
  */
 import { Elysia } from 'elysia'
 import { RelayError } from '../../errors.ts'
 import { callerOf } from '../app.ts'
-import { doc, errorResponses } from '../openapi-docs.ts'
+import { doc } from '../openapi-docs.ts'
 
 export function websocketRoutes() {
   return new Elysia({ name: 'routes-websocket' }).get(
@@ -18,15 +18,20 @@ export function websocketRoutes() {
       detail: doc({
         tags: ['websocket'],
         summary: 'WebSocket: pushed messages, acks and sends (upgrade; JSON text frames)',
-        description:
-          'Upgrade without signature headers, then send within 10 s {"type":"auth","public_key","timestamp","signature"} signing ' +
-          '"WS\\n" + timestamp. The relay answers {"type":"auth_result","status":"ok"|"error"} (error: close 4001; no auth: 4008), ' +
-          'pushes every sent, unexpired message oldest first and then each new one as {"type":"message","message":Message}. ' +
-          'Client frames: {"type":"ack","message_id"}, {"type":"send","id","message":{…POST /v1/messages body…}} answered by ' +
-          '{"type":"send_result","id",…}, {"type":"ping"} answered by {"type":"pong"}; anything else gets an error frame. ' +
-          'Frames ≤ 2 MiB; at most 5 connections per agent; close codes 4003 suspended, 4004 deleted, 1001 relay stopping.',
+        description: [
+          'Open a WebSocket (`ws://` or `wss://` behind a TLS proxy) without signature headers. Within 10 s send an auth frame ' +
+            'whose `signature` signs the two lines `WS` and the timestamp (see WsAuthFrame). The relay answers an `auth_result`; ' +
+            'on failure it closes with 4001, and with 4008 when no auth frame came in time.',
+          'After `ok` the relay pushes every message still `sent` to you, oldest first, then each new one as it is accepted ' +
+            '(WsMessageFrame). Ack each one (WsAckFrame) to mark it delivered; an unacked message is pushed again on the next ' +
+            'connection. You may send messages over the socket (WsSendFrame, answered by WsSendResultFrame) and ping (WsPingFrame → ' +
+            '`{"type":"pong"}`); a frame the relay cannot use gets WsErrorFrame and the connection stays.',
+          'Frames are JSON text, at most 2 MiB (a larger one closes with 1009); at most 5 connections per agent. Close codes: ' +
+            '4001 auth failed, 4008 no auth in time, 4003 agent suspended, 4004 agent deleted, 1001 relay stopping. ' +
+            'A plain signed GET (no Upgrade) answers 400. Full reference: docs/protocol.md §8.',
+        ].join('\n\n'),
         security: [],
-        responses: { 101: { description: 'Switching protocols' }, ...errorResponses(400, 401) },
+        responses: { 101: { description: 'Switching protocols' } },
       }),
     },
   )

@@ -1,4 +1,4 @@
-/** Wire shapes of ACL entries (SPEC §5); used for validation and the OpenAPI document. */
+/** Wire shapes of ACL entries (docs/protocol.md §5); used for validation and the OpenAPI document. */
 import { Type as T, type Static } from '@sinclair/typebox'
 import { PublicKey } from './agent.ts'
 

@@ -1,7 +1,7 @@
-/** Wire shape of blobs (SPEC §6) and its one serializer; used for responses and the OpenAPI document. */
+/** Wire shape of blobs (docs/protocol.md §6) and its one serializer; used for responses and the OpenAPI document. */
 import { Type as T, type Static } from '@sinclair/typebox'
 import { iso } from '../../lib/clock.ts'
-import type { BlobRow } from '../../storage/blobs-repo.ts'
+import type { BlobRecord } from './records.ts'
 
 export const BlobResult = T.Object({
   blob_id: T.String({ pattern: '^blob_[0-9a-f]{24}$', description: 'random, never derived from the content' }),
@@ -13,8 +13,8 @@ export const BlobResult = T.Object({
 })
 export type BlobJson = Static<typeof BlobResult>
 
-/** The blob result of SPEC §6, fields in its order. */
-export function blobToJson(row: BlobRow): BlobJson {
+/** The blob result of docs/protocol.md §6, fields in its order. */
+export function blobToJson(row: BlobRecord): BlobJson {
   return {
     blob_id: row.blobId,
     hash: row.hash,

@@ -1,10 +1,11 @@
-/** Wire shapes of messages (SPEC §4); used for validation and the OpenAPI document. */
+/** Wire shapes of messages (docs/protocol.md §4); used for validation and the OpenAPI document. */
 import { Type as T, type Static } from '@sinclair/typebox'
 import { PublicKey } from './agent.ts'
+import { Text } from './text.ts'
 
 const DateTime = T.String({ format: 'date-time' })
 
-/** SPEC §4.1 / §12 limits. */
+/** docs/protocol.md §4.1 / §12 limits. */
 export const MESSAGE_LIMITS = {
   bodyBytes: 1024 * 1024,
   attachments: 10,
@@ -28,20 +29,20 @@ export type MessageStatus = Static<typeof MessageStatus>
 /** Attachment as a sender gives it: `content_type`, `size` and `hash` are accepted but ignored. */
 export const AttachmentInput = T.Object(
   {
-    blob_id: T.String({ minLength: 1, maxLength: 64 }),
-    filename: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.filename })),
-    content_type: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.contentType })),
+    blob_id: Text({ minChars: 1, maxChars: 64 }),
+    filename: T.Optional(Text({ maxChars: MESSAGE_LIMITS.filename })),
+    content_type: T.Optional(Text({ maxChars: MESSAGE_LIMITS.contentType })),
     size: T.Optional(T.Integer({ minimum: 0 })),
-    hash: T.Optional(T.String({ maxLength: 128 })),
+    hash: T.Optional(Text({ maxChars: 128 })),
     encrypted: T.Optional(T.Boolean()),
-    dek_enc: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.dekBytes })),
-    dek_ct: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.dekBytes })),
+    dek_enc: T.Optional(Text({ maxChars: MESSAGE_LIMITS.dekBytes, description: 'at most 4 KiB' })),
+    dek_ct: T.Optional(Text({ maxChars: MESSAGE_LIMITS.dekBytes, description: 'at most 4 KiB' })),
   },
   { additionalProperties: false },
 )
 export type AttachmentInput = Static<typeof AttachmentInput>
 
-/** Attachment as stored and returned, with the relay's own content_type, size and hash (SPEC §4.1). */
+/** Attachment as stored and returned, with the relay's own content_type, size and hash (docs/protocol.md §4.1). */
 export const Attachment = T.Object({
   blob_id: T.String(),
   filename: T.Optional(T.String()),
@@ -57,15 +58,15 @@ export type AttachmentJson = Static<typeof Attachment>
 export const SendMessageInput = T.Object(
   {
     recipient_key: PublicKey,
-    content_type: T.Optional(T.String({ maxLength: MESSAGE_LIMITS.contentType, description: 'default application/json; stored verbatim' })),
-    body: T.Optional(T.Unknown({ description: 'any JSON, ≤ 1 MiB serialized' })),
-    attachments: T.Optional(T.Array(AttachmentInput, { maxItems: MESSAGE_LIMITS.attachments })),
-    thread_id: T.Optional(T.String({ minLength: 1, maxLength: MESSAGE_LIMITS.threadId })),
-    in_reply_to: T.Optional(T.String({ minLength: 1, maxLength: MESSAGE_LIMITS.inReplyTo })),
+    content_type: T.Optional(Text({ maxChars: MESSAGE_LIMITS.contentType, description: 'default application/json; stored verbatim; null = absent' })),
+    body: T.Optional(T.Unknown({ description: 'any JSON, ≤ 1 MiB as sent; returned exactly as sent (numbers, escapes and spacing kept)' })),
+    attachments: T.Optional(T.Array(AttachmentInput, { maxItems: MESSAGE_LIMITS.attachments, description: 'null = absent' })),
+    thread_id: T.Optional(Text({ minChars: 1, maxChars: MESSAGE_LIMITS.threadId, description: 'null = absent' })),
+    in_reply_to: T.Optional(Text({ minChars: 1, maxChars: MESSAGE_LIMITS.inReplyTo, description: 'null = absent' })),
     expires_in: T.Optional(
-      T.Integer({ minimum: MESSAGE_LIMITS.expiresInMinS, maximum: MESSAGE_LIMITS.expiresInMaxS, description: 'seconds; default 604800 (7 days)' }),
+      T.Integer({ minimum: MESSAGE_LIMITS.expiresInMinS, maximum: MESSAGE_LIMITS.expiresInMaxS, description: 'seconds; default 604800 (7 days); null = absent' }),
     ),
-    metadata: T.Optional(T.Record(T.String(), T.Unknown(), { description: 'object, ≤ 16 KiB serialized' })),
+    metadata: T.Optional(T.Record(T.String(), T.Unknown(), { description: 'object, ≤ 16 KiB as sent; returned exactly as sent; null = absent' })),
   },
   { additionalProperties: false },
 )

@@ -1,14 +1,15 @@
-/** Wire shapes of webhooks (SPEC §9); used for validation and the OpenAPI document. */
+/** Wire shapes of webhooks (docs/protocol.md §9); used for validation and the OpenAPI document. */
 import { Type as T, type Static } from '@sinclair/typebox'
+import { Text } from './text.ts'
 
 const DateTime = T.String({ format: 'date-time' })
 
-/** SPEC §9 limits. */
+/** docs/protocol.md §9 limits. */
 export const WEBHOOK_LIMITS = { urlChars: 2048, secretBytes: 32 } as const
 
 export const WebhookPutInput = T.Object(
   {
-    url: T.String({ minLength: 1, maxLength: WEBHOOK_LIMITS.urlChars, description: 'http or https URL, ≤ 2,048 characters' }),
+    url: Text({ minChars: 1, maxChars: WEBHOOK_LIMITS.urlChars, description: 'http or https URL, ≤ 2,048 characters, no spaces or control characters' }),
     secret: T.String({ description: 'unpadded base64url of exactly 32 random bytes; keyed HMAC-SHA256 of each delivery, never returned' }),
   },
   { additionalProperties: false },
@@ -23,20 +24,7 @@ export const WebhookConfig = T.Object({
 })
 export type WebhookConfigJson = Static<typeof WebhookConfig>
 
-/** The body the relay POSTs to a webhook (SPEC §9): the message without status, attachments as metadata. */
-export interface WebhookDeliveryJson {
-  delivery_id: string
-  message: {
-    message_id: string
-    sender_key: string
-    recipient_key: string
-    content_type: string
-    body?: unknown
-    attachments: unknown[]
-    thread_id?: string
-    in_reply_to?: string
-    metadata?: Record<string, unknown>
-    created_at: string
-    expires_at: string
-  }
-}
+/** The body the relay POSTs to a webhook (docs/protocol.md §9): the message without status, attachments as metadata. */
+
+/** The webhook payload, as receivers see it: the client's definition (src/client/types.ts). */
+export type { WebhookDeliveryJson } from '../../client/types.ts'

@@ -1,0 +1,233 @@
+/**
+ * What a client may cost the relay before it has proved who it is: a request rate per client address
+ * (a token bucket, checked before any signature), and memory for request bodies and WebSocket
+ * handshakes that are not yet authenticated, bounded over all clients and per address. Over a bound
+ * the relay answers at once (429 for one address, 503 for the whole relay, both with Retry-After)
+ * instead of buffering. Per-agent limits apply after authentication, as before.
+ */
+import { BlockList, isIP } from 'node:net'
+import { RelayError } from '../errors.ts'
+import type { Clock } from '../lib/clock.ts'
+
+export interface PreAuthLimits {
+  /** Bytes held for unauthenticated requests and sockets over all clients (0 = no limit). */
+  memoryBytes: number
+  /** The same per client address (0 = no limit). */
+  memoryPerAddressBytes: number
+  /** Requests per client address per minute, before signature checks (0 = no limit). */
+  addressPerMin: number
+}
+
+/** Seconds a client is told to wait when the relay as a whole is over its budget. */
+const BUSY_RETRY_AFTER_S = 1
+/** Idle address buckets are dropped once this many are tracked (a full bucket carries no state). */
+const PRUNE_AT = 50_000
+
+const clientAddresses = new WeakMap<Request, string>()
+
+/** Remembers the client address of a request (Bun.serve knows it; in-process callers have none). */
+export const setClientAddress = (request: Request, address: string | null): void => {
+  if (address) clientAddresses.set(request, address)
+}
+/** The client address of a request, or null when it came from an in-process caller. */
+export const clientAddressOf = (request: Request): string | null => clientAddresses.get(request) ?? null
+
+/**
+ * The address that per-address limits count: the socket's remote address, or — only when the operator
+ * says a proxy sets it — the last X-Forwarded-For entry (the one that proxy appended; entries before it
+ * come from the client and prove nothing).
+ */
+export function clientAddress(request: Request, socketAddress: string | null | undefined, trustProxy: boolean, exempt?: BlockList): string | null {
+  let address = socketAddress ?? null
+  if (trustProxy) {
+    const forwarded = request.headers.get('x-forwarded-for')
+    const last = forwarded?.split(',').pop()?.trim()
+    if (last) address = last
+  }
+  if (!address) return null
+  // the operator's own machines: counted in the relay-wide budget only, like an in-process caller
+  if (exempt && isExempt(exempt, address)) return null
+  return addressKey(address)
+}
+
+function isExempt(list: BlockList, address: string): boolean {
+  const a = address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address
+  const family = isIP(a)
+  if (family === 0) return false
+  return list.check(a, family === 4 ? 'ipv4' : 'ipv6')
+}
+
+/**
+ * Parses the addresses exempt from per-address limits: IPs and CIDR ranges, comma-separated.
+ * Throws a one-line Error naming the entry that is neither.
+ */
+export function parseAddressList(text: string): BlockList {
+  const list = new BlockList()
+  for (const raw of text.split(',')) {
+    const entry = raw.trim()
+    if (!entry) continue
+    const [ip, bits] = entry.split('/')
+    const family = isIP(ip)
+    const prefix = bits === undefined ? null : Number(bits)
+    const max = family === 4 ? 32 : 128
+    if (family === 0 || (prefix !== null && (!Number.isInteger(prefix) || prefix < 0 || prefix > max))) {
+      throw new Error(`RELAY_RATE_ADDRESS_EXEMPT: "${entry}" is not an IP address or CIDR range`)
+    }
+    const type = family === 4 ? 'ipv4' : 'ipv6'
+    if (prefix === null) list.addAddress(ip, type)
+    else list.addSubnet(ip, prefix, type)
+  }
+  return list
+}
+
+/**
+ * The key an address is counted under: IPv4 as is (also when mapped into IPv6); IPv6 by its /64
+ * prefix, since one subscriber usually holds a whole /64 and could otherwise rotate addresses freely.
+ */
+export function addressKey(address: string): string {
+  let a = address.trim().toLowerCase().slice(0, 64)
+  if (a.startsWith('[')) a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined)
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(a)
+  if (mapped) return mapped[1]
+  if (!a.includes(':')) return a
+  a = a.split('%')[0]
+  const [head, tail] = a.split('::', 2) as [string, string | undefined]
+  const headGroups = head ? head.split(':') : []
+  const tailGroups = tail ? tail.split(':') : []
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill('0'), ...tailGroups]
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (parseInt(g, 16) || 0).toString(16))
+    .join(':')}::/64`
+}
+
+/**
+ * What is held: request bodies and WebSocket handshakes each have their own share per address, so a
+ * host whose many agents reconnect their sockets at once does not starve its own requests (and the
+ * reverse); over all clients they share one budget.
+ */
+export type HoldKind = 'body' | 'socket'
+
+/** Bytes held for one unauthenticated request or socket; grows as it buffers, released once. */
+export class PreAuthHold {
+  private bytes = 0
+  private released = false
+  private readonly key: string | null
+
+  constructor(
+    private readonly budget: PreAuthBudget,
+    readonly address: string | null,
+    readonly kind: HoldKind,
+  ) {
+    this.key = address === null ? null : `${kind} ${address}`
+  }
+
+  /** Holds `n` more bytes, or throws 429 (this address) / 503 (the relay) and holds nothing more. */
+  take(n: number): void {
+    if (this.released) throw new Error('pre-auth hold used after release')
+    this.budget.take(this.key, n)
+    this.bytes += n
+  }
+
+  get heldBytes(): number {
+    return this.bytes
+  }
+
+  release(): void {
+    if (this.released) return
+    this.released = true
+    this.budget.give(this.key, this.bytes)
+    this.bytes = 0
+  }
+}
+
+export class PreAuthBudget {
+  private total = 0
+  private readonly perAddress = new Map<string, number>()
+  private readonly buckets = new Map<string, { tokens: number; at: number }>()
+
+  constructor(
+    private readonly limits: PreAuthLimits,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A hold for one request or socket from `address` (null: an in-process caller, counted globally only). */
+  open(address: string | null, kind: HoldKind = 'body'): PreAuthHold {
+    return new PreAuthHold(this, address, kind)
+  }
+
+  /** Bytes held right now (health, tests). */
+  get heldBytes(): number {
+    return this.total
+  }
+
+  heldBy(address: string, kind: HoldKind = 'body'): number {
+    return this.perAddress.get(`${kind} ${address}`) ?? 0
+  }
+
+  /**
+   * Counts one request from `address` in its token bucket (capacity: one minute's worth, refilled
+   * continuously); throws 429 with Retry-After when it is empty. In-process callers are not counted.
+   */
+  admit(address: string | null): void {
+    const perMin = this.limits.addressPerMin
+    if (perMin <= 0 || address === null) return
+    const now = this.clock.now()
+    const ratePerMs = perMin / 60_000
+    let bucket = this.buckets.get(address)
+    if (!bucket) {
+      if (this.buckets.size >= PRUNE_AT) this.prune(now, ratePerMs)
+      bucket = { tokens: perMin, at: now }
+      this.buckets.set(address, bucket)
+    } else {
+      bucket.tokens = Math.min(perMin, bucket.tokens + (now - bucket.at) * ratePerMs)
+      bucket.at = now
+    }
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1
+      return
+    }
+    const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / ratePerMs / 1000))
+    throw new RelayError(
+      'rate_limit_exceeded',
+      `Too many requests from your address: at most ${perMin} per minute`,
+      { limit: perMin, window: '1m', retry_after: retryAfter },
+      { 'Retry-After': String(retryAfter) },
+    )
+  }
+
+  /** @internal PreAuthHold.take; `key` is the hold's kind and address. */
+  take(key: string | null, n: number): void {
+    const { memoryBytes, memoryPerAddressBytes } = this.limits
+    const mine = key === null ? 0 : (this.perAddress.get(key) ?? 0)
+    if (key !== null && memoryPerAddressBytes > 0 && mine + n > memoryPerAddressBytes) {
+      throw new RelayError(
+        'rate_limit_exceeded',
+        'Too many unauthenticated requests in progress from your address; retry shortly',
+        { limit_bytes: memoryPerAddressBytes, retry_after: BUSY_RETRY_AFTER_S },
+        { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
+      )
+    }
+    if (memoryBytes > 0 && this.total + n > memoryBytes) {
+      throw new RelayError('service_unavailable', 'The relay is busy; retry shortly', { retry_after: BUSY_RETRY_AFTER_S }, { 'Retry-After': String(BUSY_RETRY_AFTER_S) })
+    }
+    this.total += n
+    if (key !== null) this.perAddress.set(key, mine + n)
+  }
+
+  /** @internal PreAuthHold.release */
+  give(key: string | null, n: number): void {
+    this.total -= n
+    if (key === null) return
+    const left = (this.perAddress.get(key) ?? 0) - n
+    if (left > 0) this.perAddress.set(key, left)
+    else this.perAddress.delete(key)
+  }
+
+  private prune(now: number, ratePerMs: number): void {
+    const perMin = this.limits.addressPerMin
+    for (const [address, b] of this.buckets) {
+      if (b.tokens + (now - b.at) * ratePerMs >= perMin) this.buckets.delete(address)
+    }
+  }
+}

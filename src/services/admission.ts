@@ -1,0 +1,121 @@
+/**
+ * Operator admission: who may use the relay at all, decided after a request's signature verified and
+ * before its agent is used or created (so a refused key never gets a record).
+ *
+ * - `open` (default): any key becomes an agent on its first request (docs/protocol.md §1.2 step 5).
+ * - `allowlist`: only keys the operator listed (`relay admin allow`) may make requests or be created;
+ *   others get 403 `forbidden`.
+ * - `existing`: agents that exist keep working; new keys get 403.
+ *
+ * In every mode a new key is refused when the relay holds `maxAgents` agents, and when its client
+ * address created `newAgentsPerHour` agents within the hour. The allowlist is cached in memory and
+ * refreshed when its version changes (another process or instance edited it), within the change
+ * watcher's interval.
+ */
+import { RelayError } from '../errors.ts'
+import type { Clock } from '../lib/clock.ts'
+import type { AdmissionGate } from './authenticator.ts'
+import type { Storage } from './ports.ts'
+
+export type AdmissionMode = 'open' | 'allowlist' | 'existing'
+
+export interface AdmissionOptions {
+  mode: AdmissionMode
+  /** Agent records the relay will hold (0 = unlimited). */
+  maxAgents: number
+  /** New agents one client address may create per hour (0 = unlimited). */
+  newAgentsPerHour: number
+}
+
+const HOUR_MS = 3_600_000
+
+const refused = (message: string, details: Record<string, unknown> | null = null) => new RelayError('forbidden', message, details)
+
+export class AdmissionService implements AdmissionGate {
+  private allowed: Set<string> | null = null
+  private version = -1
+  /** New agents per client address in the current hour: address → [hour start, count]. */
+  private readonly created = new Map<string, { hour: number; n: number }>()
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clock: Clock,
+    readonly options: AdmissionOptions,
+  ) {}
+
+  /** Refuses (403) a key the relay does not admit; `known` whether it has an agent record. */
+  async check(publicKey: string, known: boolean, address?: string | null): Promise<void> {
+    const { mode, maxAgents } = this.options
+    if (mode === 'allowlist' && !(await this.isListed(publicKey))) {
+      throw refused('This relay admits only keys its operator has listed')
+    }
+    if (known) return
+    if (mode === 'existing') throw refused('This relay admits no new agents')
+    if (maxAgents > 0 && (await this.storage.agents.count()) >= maxAgents) {
+      throw refused(`This relay holds its maximum of ${maxAgents} agents and admits no new ones`, { max_agents: maxAgents })
+    }
+    if (address) this.countNewAgent(address)
+  }
+
+  /** Whether `publicKey` may store anything now (blob uploads decide before reading a byte). */
+  async mayUse(publicKey: string): Promise<boolean> {
+    if (this.options.mode === 'open') return true
+    if (this.options.mode === 'allowlist') return this.isListed(publicKey)
+    return (await this.storage.agents.find(publicKey)) !== null
+  }
+
+  /** `relay admin allow`: lists a key; true when it was not listed before. */
+  async allow(publicKey: string, note: string | null = null): Promise<boolean> {
+    const added = await this.storage.admission.allow(publicKey, note, this.clock.now())
+    this.allowed?.add(publicKey)
+    return added
+  }
+
+  /** `relay admin revoke`: removes a key from the list; false when it was not listed. */
+  async revoke(publicKey: string): Promise<boolean> {
+    const removed = await this.storage.admission.revoke(publicKey)
+    this.allowed?.delete(publicKey)
+    return removed
+  }
+
+  list() {
+    return this.storage.admission.list()
+  }
+
+  /** Reloads the cached allowlist when it changed elsewhere; called by the relay's change watcher. */
+  async refresh(): Promise<void> {
+    if (this.options.mode !== 'allowlist') return
+    const version = await this.storage.admission.version()
+    if (version === this.version && this.allowed) return
+    const list = await this.storage.admission.list()
+    this.allowed = new Set(list.map((e) => e.publicKey))
+    this.version = version
+  }
+
+  private async isListed(publicKey: string): Promise<boolean> {
+    if (!this.allowed) await this.refresh()
+    return this.allowed?.has(publicKey) ?? false
+  }
+
+  private countNewAgent(address: string): void {
+    const limit = this.options.newAgentsPerHour
+    if (limit <= 0) return
+    const hour = Math.floor(this.clock.now() / HOUR_MS)
+    const entry = this.created.get(address)
+    if (!entry || entry.hour !== hour) {
+      if (this.created.size > 100_000) this.created.clear()
+      this.created.set(address, { hour, n: 1 })
+      return
+    }
+    if (entry.n >= limit) {
+      const retryAfter = Math.max(1, Math.ceil(((hour + 1) * HOUR_MS - this.clock.now()) / 1000))
+      throw new RelayError(
+        'rate_limit_exceeded',
+        `Too many new agents from your address: at most ${limit} per hour`,
+        { limit, window: '1h', retry_after: retryAfter },
+        { 'Retry-After': String(retryAfter) },
+      )
+    }
+    entry.n++
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * WAL checkpoints on a worker thread. SQLite's automatic checkpoint runs inside whichever commit
+ * pushes the WAL past 1,000 pages, on the main thread, and includes fsyncs: a stall of 50–150 ms for
+ * the request (or sweep batch) that happens to trigger it. Here a second connection on a worker thread
+ * runs PASSIVE checkpoints every `intervalMs` instead (they never block writers or readers), and the
+ * main connection's automatic checkpoint is turned off once that worker is ready. If the worker fails,
+ * the automatic checkpoint comes back. The worker is built from inline source, so the compiled binary
+ * needs no extra entry point.
+ */
+import type { Database } from 'bun:sqlite'
+import { statSync } from 'node:fs'
+import type { Logger } from '../../lib/logger.ts'
+
+const WORKER_SOURCE = `
+import { Database } from 'bun:sqlite'
+let db
+self.onmessage = (event) => {
+  const m = event.data
+  try {
+    if (m.type === 'open') {
+      db = new Database(m.path)
+      db.run('PRAGMA busy_timeout = 5000')
+      postMessage({ type: 'ready' })
+    } else if (m.type === 'checkpoint') {
+      const started = performance.now()
+      const result = db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
+      postMessage({ type: 'done', result, ms: performance.now() - started })
+    } else if (m.type === 'close') {
+      db?.close()
+      postMessage({ type: 'closed' })
+    }
+  } catch (err) {
+    postMessage({ type: 'failed', error: String(err && err.message || err) })
+  }
+}
+`
+
+/** WAL size at which the worker starts (a quarter of SQLite's automatic threshold of 1,000 pages). */
+const WORKER_AFTER_WAL_BYTES = 1024 * 1024
+
+/** SQLite's default automatic checkpoint threshold, restored when the worker is gone. */
+const DEFAULT_AUTOCHECKPOINT_PAGES = 1000
+
+export interface CheckpointStats {
+  runs: number
+  last_ms: number | null
+  max_ms: number
+  on_worker: boolean
+}
+
+export class Checkpointer {
+  private worker: Worker | null = null
+  private timer: ReturnType<typeof setInterval> | undefined
+  private waitTimer: ReturnType<typeof setInterval> | undefined
+  private busy = false
+  private ready = false
+  private closed: (() => void) | null = null
+  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false }
+
+  constructor(
+    private readonly client: Database,
+    private readonly path: string,
+    private readonly logger: Logger,
+    private readonly intervalMs = 200,
+  ) {}
+
+  /**
+   * Starts the worker once the WAL first reaches `WORKER_AFTER_WAL_BYTES` (checked every second), so
+   * an idle relay does not pay for a second thread; until then SQLite's automatic checkpoint, far
+   * below its threshold, never runs.
+   */
+  start(): this {
+    const wal = `${this.path}-wal`
+    const check = () => {
+      let size = 0
+      try {
+        size = statSync(wal).size
+      } catch {
+        // no WAL yet
+      }
+      if (size < WORKER_AFTER_WAL_BYTES) return
+      clearInterval(this.waitTimer)
+      this.spawn()
+    }
+    this.waitTimer = setInterval(check, 1000)
+    ;(this.waitTimer as { unref?: () => void }).unref?.()
+    check()
+    return this
+  }
+
+  private spawn(): void {
+    try {
+      const worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' })))
+      worker.onmessage = (event: MessageEvent) => this.onMessage(event.data)
+      worker.onerror = (event) => this.fail(String((event as ErrorEvent).message ?? event))
+      worker.unref()
+      worker.postMessage({ type: 'open', path: this.path })
+      this.worker = worker
+    } catch (err) {
+      this.fail(String(err))
+    }
+  }
+
+  report(): CheckpointStats {
+    return { ...this.stats, max_ms: Math.round(this.stats.max_ms * 100) / 100 }
+  }
+
+  /** Ends the worker (its connection closed) and gives checkpoints back to the main connection. */
+  async stop(): Promise<void> {
+    clearInterval(this.waitTimer)
+    clearInterval(this.timer)
+    const worker = this.worker
+    if (!worker) return
+    if (this.ready) {
+      const done = new Promise<void>((resolve) => (this.closed = resolve))
+      worker.postMessage({ type: 'close' })
+      await Promise.race([done, Bun.sleep(2000)])
+    }
+    this.release()
+  }
+
+  private onMessage(m: { type: string; ms?: number; error?: string }): void {
+    if (m.type === 'ready') {
+      if (!this.worker) return // stopped while the worker was starting
+      try {
+        this.client.run('PRAGMA wal_autocheckpoint = 0')
+      } catch {
+        return this.release() // the main connection closed under us
+      }
+      this.ready = true
+      this.stats.on_worker = true
+      this.timer = setInterval(() => this.tick(), this.intervalMs)
+      ;(this.timer as { unref?: () => void }).unref?.()
+    } else if (m.type === 'done') {
+      this.busy = false
+      this.stats.runs++
+      this.stats.last_ms = m.ms ?? null
+      this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
+    } else if (m.type === 'closed') {
+      this.closed?.()
+    } else if (m.type === 'failed') {
+      this.fail(m.error ?? 'unknown error')
+    }
+  }
+
+  private tick(): void {
+    if (this.busy || !this.worker) return
+    this.busy = true
+    this.worker.postMessage({ type: 'checkpoint' })
+  }
+
+  private fail(error: string): void {
+    this.logger.warn('checkpoint worker failed; checkpoints return to the main connection', { error })
+    clearInterval(this.timer)
+    this.release()
+  }
+
+  private release(): void {
+    this.worker?.terminate()
+    this.worker = null
+    this.ready = false
+    this.stats.on_worker = false
+    try {
+      this.client.run(`PRAGMA wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`)
+    } catch {
+      // the connection is already closed
+    }
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Opening the relay's SQLite database: the pragmas, the migrations, and the two connections the relay
+ * uses — a writer, used only inside units of work, and a reader for everything else, which in WAL mode
+ * sees committed data only and never waits for the writer.
+ */
+import { Database } from 'bun:sqlite'
+import { migrate } from './migrate.ts'
+
+/**
+ * Opens (creating if needed) a connection with the relay's pragmas. `busyTimeoutMs` 0 makes a locked
+ * database an immediate SQLITE_BUSY (the relay retries on timers, never on the event loop); commands
+ * that run beside a relay (`relay admin`, `relay backup`) pass a few seconds. synchronous=NORMAL in WAL
+ * mode: a commit survives a crash of the process (kill -9); only a power loss can take the last ones.
+ */
+export function openConnection(path: string, busyTimeoutMs: number): Database {
+  const db = new Database(path, { create: true, strict: true })
+  // WAL is switched on (once per file) under a generous timeout: another process may be writing
+  db.run('PRAGMA busy_timeout = 5000')
+  db.run('PRAGMA journal_mode = WAL')
+  db.run(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
+  db.run('PRAGMA synchronous = NORMAL')
+  db.run('PRAGMA foreign_keys = ON')
+  db.run('PRAGMA temp_store = MEMORY')
+  db.run('PRAGMA cache_size = -32000') // 32 MiB page cache
+  db.run('PRAGMA mmap_size = 268435456')
+  return db
+}
+
+/** Opens a database for a command beside (or instead of) a running relay, migrated to this version. */
+export function openDatabase(path: string, busyTimeoutMs = 5000): Database {
+  const db = openConnection(path, busyTimeoutMs)
+  migrate(db)
+  return db
+}
+
+/** The relay's connections: migrations applied on the writer first. */
+export function openRelayDatabase(path: string): { writer: Database; reader: Database } {
+  // start-up may wait for another process; serving never does
+  const writer = openDatabase(path, 5000)
+  writer.run('PRAGMA busy_timeout = 0')
+  const reader = openConnection(path, 0)
+  return { writer, reader }
+}

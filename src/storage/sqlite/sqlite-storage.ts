@@ -1,0 +1,188 @@
+/**
+ * The embedded default: every storage port on one SQLite file in WAL mode. Reads run on a reader
+ * connection and see committed data only; every write runs in a unit of work on the writer connection
+ * (grouped commits, savepoints, lock waits on timers — see unit-of-work.ts), including the single
+ * writes made outside an explicit transaction.
+ */
+import type { Database } from 'bun:sqlite'
+import type { Logger } from '../../lib/logger.ts'
+import type { Storage, Stores } from '../../services/ports.ts'
+import { SlidingWindowCounters } from '../../lib/sliding-window.ts'
+import { SqliteAclStore } from './acl-store.ts'
+import { SqliteAdmissionStore } from './admission-store.ts'
+import { AgentCache, SqliteAgentStore } from './agents-store.ts'
+import { SqliteBlobRecordStore } from './blobs-store.ts'
+import { Checkpointer } from './checkpointer.ts'
+import { openRelayDatabase } from './database.ts'
+import { SqliteDiscoveryStore } from './discovery-store.ts'
+import { mapSqliteError } from './errors.ts'
+import { SqliteMessageStore } from './messages-store.ts'
+import { SqliteReplayStore } from './replay-store.ts'
+import { SqliteStateStore } from './state-store.ts'
+import { StatsRepo } from './stats-repo.ts'
+import { SqliteUnitOfWork } from './unit-of-work.ts'
+import { SqliteWebhookStore } from './webhooks-store.ts'
+
+export interface SqliteStorageOptions {
+  /** The database file (created with its directory's permissions if missing). */
+  path: string
+  /** How long writes wait for another process's write lock before answering 503. */
+  lockWaitMs: number
+  logger: Logger
+  /** The current time, to load the replay window. */
+  now: number
+  /**
+   * A command beside a running relay (relay admin), not the relay itself: it takes over nothing the
+   * relay holds (webhook claims) and runs no checkpoints.
+   */
+  tool?: boolean
+}
+
+/** The methods of each store that write: at the top level they run as a unit of work of their own. */
+const WRITES = {
+  agents: ['create', 'updateProfile', 'touch', 'delete', 'suspend', 'unsuspend'],
+  messages: ['insert', 'markDeliveredFor', 'markDelivered', 'expireBatch', 'removeExpiredBatch', 'removeAddressedTo'],
+  acl: ['insert', 'setType', 'delete', 'removeOwnedBy'],
+  blobs: ['insert', 'delete', 'extendExpiry', 'removeExpiredBatch', 'removeOwnedUnreferenced', 'claimContent', 'settleContent', 'markContentDeleting', 'forgetContent'],
+  webhooks: ['upsert', 'delete', 'cancelDeliveries', 'enqueue', 'claimDue', 'release', 'recordFailure', 'finish', 'resetFailures', 'addFailure', 'removeFor'],
+  state: ['setNumber'],
+} as const satisfies { [K in keyof Stores]: readonly (keyof Stores[K])[] }
+
+type TxStores = Stores & { admission: SqliteAdmissionStore }
+
+/**
+ * A store as used outside a transaction: its reads on the reader connection (driver errors mapped),
+ * its writes as units of work on the writer.
+ */
+function topLevel<S extends object>(reader: S, writes: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
+  const out: Record<string, unknown> = {}
+  const proto = Object.getPrototypeOf(reader) as Record<string, unknown>
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    if (name === 'constructor' || typeof proto[name] !== 'function') continue
+    if (writes.includes(name)) {
+      out[name] = (...args: unknown[]) => run((tx) => (pick(tx) as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args))
+    } else {
+      const method = (proto[name] as (...a: unknown[]) => unknown).bind(reader)
+      out[name] = (...args: unknown[]) => {
+        try {
+          const result = method(...args)
+          return result instanceof Promise ? result.catch((err) => Promise.reject(mapSqliteError(err))) : result
+        } catch (err) {
+          throw mapSqliteError(err)
+        }
+      }
+    }
+  }
+  return out as S
+}
+
+export class SqliteStorage implements Storage {
+  readonly kind = 'sqlite'
+  readonly writer: Database
+  readonly reader: Database
+  readonly uow: SqliteUnitOfWork<TxStores>
+  readonly agents
+  readonly messages
+  readonly acl
+  readonly blobs
+  readonly webhooks
+  readonly state
+  readonly admission
+  readonly replay: SqliteReplayStore
+  readonly rates = new SlidingWindowCounters()
+  readonly discovery: SqliteDiscoveryStore
+  /** Operator figures (relay admin stats, metrics), on the reader. */
+  readonly statsRepo: StatsRepo
+  readonly stats = { figures: async (now: number) => this.statsRepo.all(now) }
+  private readonly checkpointer: Checkpointer
+  private closed = false
+  private probes = 0
+
+  constructor(private readonly opts: SqliteStorageOptions) {
+    const { writer, reader } = openRelayDatabase(opts.path)
+    this.writer = writer
+    this.reader = reader
+    this.checkpointer = new Checkpointer(writer, opts.path, opts.logger)
+    if (!opts.tool) this.checkpointer.start()
+    const cache = new AgentCache()
+    const onCommit = (step: () => void) => this.uow.onCommit(step)
+    const tx: TxStores = {
+      agents: new SqliteAgentStore(writer, cache, onCommit),
+      messages: new SqliteMessageStore(writer),
+      acl: new SqliteAclStore(writer),
+      blobs: new SqliteBlobRecordStore(writer),
+      webhooks: new SqliteWebhookStore(writer),
+      state: new SqliteStateStore(writer),
+      admission: new SqliteAdmissionStore(writer),
+    }
+    if (!opts.tool) (tx.webhooks as SqliteWebhookStore).voidLeases(opts.now)
+    this.uow = new SqliteUnitOfWork<TxStores>(writer, tx, {
+      lockWaitMs: opts.lockWaitMs,
+      warn: (message, fields) => opts.logger.warn(message, fields),
+    })
+    const run = (fn: (tx: TxStores) => Promise<unknown>) => this.uow.run(fn)
+    this.agents = topLevel(new SqliteAgentStore(reader, cache), WRITES.agents, run, (t) => t.agents)
+    this.messages = topLevel(new SqliteMessageStore(reader), WRITES.messages, run, (t) => t.messages)
+    this.acl = topLevel(new SqliteAclStore(reader), WRITES.acl, run, (t) => t.acl)
+    this.blobs = topLevel(new SqliteBlobRecordStore(reader), WRITES.blobs, run, (t) => t.blobs)
+    this.webhooks = topLevel(new SqliteWebhookStore(reader), WRITES.webhooks, run, (t) => t.webhooks)
+    this.state = topLevel(new SqliteStateStore(reader), WRITES.state, run, (t) => t.state)
+    this.admission = topLevel(new SqliteAdmissionStore(reader), ['allow', 'revoke'], run, (t) => t.admission)
+    this.replay = new SqliteReplayStore(writer, reader, (op) => this.uow.run(async () => op()), opts.now)
+    this.discovery = new SqliteDiscoveryStore(reader)
+    this.statsRepo = new StatsRepo(reader, opts.path)
+  }
+
+  transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
+    return this.uow.run(fn)
+  }
+
+  /** One process owns the database: every job runs. */
+  async exclusive<T>(_job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T }> {
+    return { ran: true, value: await fn() }
+  }
+
+  async health() {
+    const t0 = performance.now()
+    this.reader.query('SELECT 1').get()
+    return {
+      status: 'ok' as const,
+      engine: 'sqlite',
+      latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
+      writes_waiting: this.uow.waiting,
+      commits: this.uow.stats.commits,
+      lock_timeouts: this.uow.stats.lock_timeouts,
+      checkpoints: this.checkpointer.report(),
+    }
+  }
+
+  /** Whether a write goes through now; a locked database is not ready (answered within ~250 ms). */
+  async ready(): Promise<string | null> {
+    const probe = this.uow.run(async (tx) => tx.state.setNumber('ready_probe', ++this.probes))
+    const timeout = new Promise<'late'>((r) => setTimeout(() => r('late'), 250).unref?.())
+    try {
+      const outcome = await Promise.race([probe, timeout])
+      if (outcome === 'late') {
+        probe.catch(() => {})
+        return 'database is locked by another process'
+      }
+      return null
+    } catch (err) {
+      return `database not writable: ${(err as Error).message}`
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.uow.drain()
+    await this.checkpointer.stop()
+    try {
+      if (!this.opts.tool) this.writer.run('PRAGMA wal_checkpoint(TRUNCATE)')
+    } catch (err) {
+      this.opts.logger.warn('WAL checkpoint failed', { error: String(err) })
+    }
+    this.reader.close()
+    this.writer.close()
+  }
+}

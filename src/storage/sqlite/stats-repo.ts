@@ -1,0 +1,176 @@
+import { PUBLIC_KEY_PATTERN } from '../../auth/keys.ts'
+import { decodePosition, encodePosition } from '../../lib/cursor.ts'
+import type { Database } from 'bun:sqlite'
+import { statSync } from 'node:fs'
+
+/** Counts of stored messages by their effective status at `now` (docs/protocol.md §4.6). */
+export interface MessageCounts {
+  sent: number
+  delivered: number
+  expired: number
+}
+
+export interface RelayStats {
+  agents: { active: number; suspended: number; total: number }
+  messages: MessageCounts & { total: number }
+  blobs: {
+    /** Unexpired blob records and the bytes they account for (what owners see against their quota). */
+    records: number
+    bytes: number
+    /** Distinct contents on disk (content-addressed: one file per SHA-256), including not yet collected ones. */
+    stored_files: number
+    stored_bytes: number
+  }
+  webhooks: { enabled: number; disabled: number; pending_deliveries: number }
+  database: { size_bytes: number; wal_bytes: number }
+}
+
+export interface AgentListEntry {
+  public_key: string
+  display_name?: string
+  status: 'active' | 'suspended'
+  suspended_reason?: string
+  visibility: string
+  inbox_policy: string
+  capabilities: number
+  created_at: string
+  last_active_at: string
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/**
+ * Read-only figures about the whole relay for operators (`relay admin stats`, `relay admin agents`)
+ * and for /metrics gauges computed at scrape time. Works on any connection to the database, including
+ * one opened by another process while the relay serves.
+ */
+export class StatsRepo {
+  constructor(
+    private readonly client: Database,
+    private readonly databasePath?: string,
+  ) {}
+
+  agentCounts(): RelayStats['agents'] {
+    const out = { active: 0, suspended: 0, total: 0 }
+    for (const row of this.client.query<{ status: string; n: number }, []>('SELECT status, count(*) AS n FROM agents GROUP BY status').all()) {
+      if (row.status === 'active' || row.status === 'suspended') out[row.status] = row.n
+      out.total += row.n
+    }
+    return out
+  }
+
+  /**
+   * Effective status at `now`: a `sent` message past `expires_at` counts as expired even before the
+   * sweep marks it, and a delivered one past `expires_at` is already gone (docs/protocol.md §4.6).
+   */
+  messageCounts(now: number): MessageCounts {
+    const row = this.client
+      .query<{ sent: number | null; delivered: number | null; expired: number | null }, [number, number, number]>(
+        `SELECT
+           sum(status = 'sent' AND expires_at > ?) AS sent,
+           sum(status = 'delivered' AND expires_at > ?) AS delivered,
+           sum(status = 'expired' OR (status = 'sent' AND expires_at <= ?)) AS expired
+         FROM messages`,
+      )
+      .get(now, now, now)
+    return { sent: row?.sent ?? 0, delivered: row?.delivered ?? 0, expired: row?.expired ?? 0 }
+  }
+
+  blobCounts(now: number): RelayStats['blobs'] {
+    const live = this.client
+      .query<{ n: number; bytes: number | null }, [number]>('SELECT count(*) AS n, sum(size_bytes) AS bytes FROM blobs WHERE expires_at > ?')
+      .get(now)
+    const stored = this.client
+      .query<{ n: number; bytes: number | null }, []>(
+        'SELECT count(*) AS n, sum(size) AS bytes FROM (SELECT hash, max(size_bytes) AS size FROM blobs GROUP BY hash)',
+      )
+      .get()
+    return { records: live?.n ?? 0, bytes: live?.bytes ?? 0, stored_files: stored?.n ?? 0, stored_bytes: stored?.bytes ?? 0 }
+  }
+
+  webhookCounts(): RelayStats['webhooks'] {
+    const hooks = this.client
+      .query<{ enabled: number | null; disabled: number | null }, []>('SELECT sum(enabled = 1) AS enabled, sum(enabled = 0) AS disabled FROM webhooks')
+      .get()
+    const pending = this.client
+      .query<{ n: number }, []>(`SELECT count(*) AS n FROM webhook_deliveries WHERE state IN ('pending', 'in_flight')`)
+      .get()
+    return { enabled: hooks?.enabled ?? 0, disabled: hooks?.disabled ?? 0, pending_deliveries: pending?.n ?? 0 }
+  }
+
+  /** Size of the database file (pages in use) and of its write-ahead log. */
+  databaseSize(): RelayStats['database'] {
+    const pages = this.client.query<{ page_count: number }, []>('PRAGMA page_count').get()?.page_count ?? 0
+    const pageSize = this.client.query<{ page_size: number }, []>('PRAGMA page_size').get()?.page_size ?? 0
+    let wal = 0
+    if (this.databasePath) {
+      try {
+        wal = statSync(`${this.databasePath}-wal`).size
+      } catch {
+        // no WAL file: nothing written since the last checkpoint
+      }
+    }
+    return { size_bytes: pages * pageSize, wal_bytes: wal }
+  }
+
+  all(now: number): RelayStats {
+    const messages = this.messageCounts(now)
+    return {
+      agents: this.agentCounts(),
+      messages: { ...messages, total: messages.sent + messages.delivered + messages.expired },
+      blobs: this.blobCounts(now),
+      webhooks: this.webhookCounts(),
+      database: this.databaseSize(),
+    }
+  }
+
+  /**
+   * Agents oldest first (creation time, then key), `limit` per page; `after` is the cursor returned
+   * with the previous page.
+   */
+  listAgents(opts: { limit: number; after?: string; status?: 'active' | 'suspended' }): {
+    agents: AgentListEntry[]
+    has_more: boolean
+    next_cursor: string | null
+  } {
+    let afterCreated = -1
+    let afterKey = ''
+    if (opts.after) {
+      const pos = decodePosition(opts.after, PUBLIC_KEY_PATTERN)
+      if (!pos) throw new Error('invalid cursor')
+      afterCreated = pos.n
+      afterKey = pos.id
+    }
+    const rows = this.client
+      .query<Record<string, any>, [number, number, string, string | null, string | null, number]>(
+        `SELECT public_key, display_name, status, suspended_reason, visibility, inbox_policy, created_at, last_active_at,
+                json_array_length(capabilities) AS capability_count
+         FROM agents
+         WHERE (created_at > ? OR (created_at = ? AND public_key > ?)) AND (? IS NULL OR status = ?)
+         ORDER BY created_at, public_key
+         LIMIT ?`,
+      )
+      .all(afterCreated, afterCreated, afterKey, opts.status ?? null, opts.status ?? null, opts.limit + 1)
+    const hasMore = rows.length > opts.limit
+    const page = rows.slice(0, opts.limit)
+    const last = page[page.length - 1]
+    return {
+      agents: page.map((r) => {
+        const entry: AgentListEntry = {
+          public_key: r.public_key,
+          status: r.status,
+          visibility: r.visibility,
+          inbox_policy: r.inbox_policy,
+          capabilities: r.capability_count ?? 0,
+          created_at: iso(r.created_at),
+          last_active_at: iso(r.last_active_at),
+        }
+        if (r.display_name !== null) entry.display_name = r.display_name
+        if (r.suspended_reason !== null) entry.suspended_reason = r.suspended_reason
+        return entry
+      }),
+      has_more: hasMore,
+      next_cursor: hasMore && last ? encodePosition(last.created_at, last.public_key) : null,
+    }
+  }
+}

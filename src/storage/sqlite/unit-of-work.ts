@@ -1,0 +1,186 @@
+/**
+ * Units of work on the SQLite writer connection, committed in groups.
+ *
+ * Every unit queued during one turn of the event loop runs in one `BEGIN IMMEDIATE … COMMIT`, each
+ * inside a savepoint of its own, so one that fails is rolled back alone and the others still commit.
+ * Under load many requests share one commit instead of paying one each; a lone request waits one turn.
+ * Each unit's promise settles only after the commit, so nothing is answered before it is durable.
+ *
+ * The event loop never waits on the lock: the connection's busy timeout is zero, and when another
+ * process holds the write lock (`relay admin`, a backup, an operator's sqlite3 shell), BEGIN is retried
+ * on timers — the relay keeps serving reads meanwhile — until `lockWaitMs` has passed; then the units
+ * of the group fail with 503 and a Retry-After. Units queued meanwhile wait for the next group.
+ *
+ * A unit must only wait on its stores (which run synchronously on this connection and return settled
+ * promises), so a group runs within one turn; a unit that awaits real I/O holds the write lock across
+ * turns and is reported in the log.
+ */
+import type { Database, Statement } from 'bun:sqlite'
+import { databaseBusy, mapSqliteError, sqliteCode } from './errors.ts'
+
+interface Job<S> {
+  fn: (tx: S) => Promise<unknown>
+  resolve: (value: any) => void
+  reject: (err: unknown) => void
+  ok?: boolean
+  value?: unknown
+  error?: unknown
+}
+
+export interface UnitOfWorkOptions {
+  /** How long writes wait for another process's write lock before failing with 503. */
+  lockWaitMs: number
+  /** A group this large commits without waiting for the end of the turn. */
+  maxBatch?: number
+  /** Reports oddities (a unit that waited on I/O, a failed rollback). */
+  warn?: (message: string, fields?: Record<string, unknown>) => void
+}
+
+/** Pauses between attempts to take the write lock: short at first, then every 50 ms. */
+const RETRY_DELAYS_MS = [2, 5, 10, 20, 50]
+
+export class SqliteUnitOfWork<S> {
+  private queue: Job<S>[] = []
+  private scheduled = false
+  private running = false
+  private readonly afterCommit: (() => void)[] = []
+  private readonly stmt: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Statement>
+  private readonly maxBatch: number
+  /** Commits made, and groups refused because the lock stayed taken (health figures). */
+  readonly stats = { commits: 0, units: 0, lock_timeouts: 0 }
+
+  constructor(
+    private readonly db: Database,
+    private readonly stores: S,
+    private readonly opts: UnitOfWorkOptions,
+  ) {
+    this.maxBatch = opts.maxBatch ?? 1000
+    this.stmt = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      savepoint: db.prepare('SAVEPOINT unit'),
+      release: db.prepare('RELEASE unit'),
+      rollbackTo: db.prepare('ROLLBACK TO unit'),
+    }
+  }
+
+  /** Queues a unit of work; resolves with its result once committed, rejects if it (or the commit) failed. */
+  run<T>(fn: (tx: S) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve, reject })
+      this.schedule()
+    })
+  }
+
+  /** Registers a step to run after the current group commits (e.g. dropping a cached row). */
+  onCommit(step: () => void): void {
+    this.afterCommit.push(step)
+  }
+
+  /** Units queued and not yet committed. */
+  get waiting(): number {
+    return this.queue.length
+  }
+
+  /** Resolves once every unit queued so far has committed or failed (a graceful stop). */
+  async drain(): Promise<void> {
+    while (this.queue.length > 0 || this.running) {
+      if (!this.running) await this.pump()
+      else await new Promise((r) => setTimeout(r, 5))
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.running) return
+    this.scheduled = true
+    if (this.queue.length >= this.maxBatch) queueMicrotask(() => this.pump())
+    else setImmediate(() => this.pump())
+  }
+
+  private async pump(): Promise<void> {
+    this.scheduled = false
+    if (this.running || this.queue.length === 0) return
+    this.running = true
+    const batch = this.queue.splice(0, this.maxBatch)
+    try {
+      await this.execute(batch)
+    } finally {
+      this.running = false
+      if (this.queue.length) this.schedule()
+    }
+  }
+
+  private async execute(batch: Job<S>[]): Promise<void> {
+    const locked = await this.begin()
+    if (locked !== null) {
+      this.stats.lock_timeouts++
+      for (const job of batch) job.reject(locked)
+      return
+    }
+    let crossedTurn = false
+    const watch = setImmediate(() => (crossedTurn = true))
+    const single = batch.length === 1
+    try {
+      for (const job of batch) {
+        if (!single) this.stmt.savepoint.run()
+        try {
+          job.value = await job.fn(this.stores)
+          job.ok = true
+          if (!single) this.stmt.release.run()
+        } catch (err) {
+          job.error = mapSqliteError(err)
+          // a full disk, an I/O error or a lock can make SQLite roll back the whole transaction: then
+          // every unit of the group is lost with it
+          if (single || !this.db.inTransaction) throw err
+          this.stmt.rollbackTo.run()
+          this.stmt.release.run()
+        }
+      }
+      this.stmt.commit.run()
+    } catch (err) {
+      // a failed single unit, or a failure of the group itself (a full disk at COMMIT): nothing is kept
+      this.rollback()
+      this.afterCommit.length = 0
+      const mapped = mapSqliteError(err)
+      for (const job of batch) job.reject(!single && job.error !== undefined ? job.error : mapped)
+      return
+    } finally {
+      clearImmediate(watch)
+    }
+    if (crossedTurn) this.opts.warn?.('a unit of work waited across event-loop turns while holding the write lock', { units: batch.length })
+    this.stats.commits++
+    this.stats.units += batch.length
+    const steps = this.afterCommit.splice(0)
+    for (const step of steps) step()
+    for (const job of batch) {
+      if (job.ok) job.resolve(job.value)
+      else job.reject(job.error)
+    }
+  }
+
+  /** Takes the write lock, retrying on timers while another connection holds it; null when taken, else the error. */
+  private async begin(): Promise<unknown | null> {
+    const deadline = performance.now() + this.opts.lockWaitMs
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.stmt.begin.run()
+        return null
+      } catch (err) {
+        const code = sqliteCode(err)
+        if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') return mapSqliteError(err)
+        const wait = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]
+        if (performance.now() + wait > deadline) return databaseBusy()
+        await new Promise((r) => setTimeout(r, wait))
+      }
+    }
+  }
+
+  private rollback(): void {
+    try {
+      if (this.db.inTransaction) this.stmt.rollback.run()
+    } catch (err) {
+      this.opts.warn?.('rollback failed', { error: String(err) })
+    }
+  }
+}
