@@ -10,7 +10,7 @@ import { FakeClock } from '../../src/lib/clock.ts'
 import type { DiscoveryFilter, MessageRecord } from '../../src/services/models/records.ts'
 import type { Storage } from '../../src/services/ports.ts'
 import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
-import { postgresRunner, startPostgres } from '../support/postgres.ts'
+import { postgresRunner, sharedPostgres, startPostgres } from '../support/postgres.ts'
 import { BACKENDS, type Opened } from './backends.ts'
 
 const T0 = 1_795_000_000_000
@@ -656,6 +656,30 @@ describe.skipIf(pgBin === null)('storage contract: postgres failures', () => {
       await storage.close()
     } finally {
       await pg.remove()
+    }
+  })
+
+  test('a write that waits on a row lock longer than lockWaitMs answers service_unavailable', async () => {
+    const pg = await sharedPostgres(pgBin as string)
+    const url = await pg.createDatabase('locked')
+    const { storage } = await openPostgres(url, { logger: silentLogger, clock: new FakeClock(), lockWaitMs: 200 })
+    try {
+      await storage.state.setNumber('x', 1)
+      let release!: () => void
+      const gate = new Promise<void>((r) => (release = r))
+      const holder = storage.transaction(async (tx) => {
+        await tx.state.setNumber('x', 2)
+        await gate
+      })
+      await Bun.sleep(50)
+      const err = await storage.transaction(async (tx) => tx.state.setNumber('x', 3)).catch((e) => e)
+      expect(err).toBeInstanceOf(RelayError)
+      expect(err.code).toBe('service_unavailable')
+      release()
+      await holder
+      expect(await storage.state.getNumber('x')).toBe(2)
+    } finally {
+      await storage.close()
     }
   })
 
