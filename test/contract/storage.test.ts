@@ -574,6 +574,29 @@ for (const backend of BACKENDS) {
       expect(await s.admission.isAllowed(key('K1'))).toBe(false)
     })
 
+    test('any well-formed text round-trips exactly: U+0000, noncharacters, escapes in JSON text', async () => {
+      const s = await open()
+      const k = key('Text')
+      const name = 'nul\u0000here \uFDD0\uFDD0\u0000 ÿ 🚀 \u202e'
+      const capabilities = JSON.stringify([{ name: 'echo', description: 'nul \u0000 inside', tags: ['text'] }])
+      await s.agents.create(k, T0)
+      await s.agents.updateProfile(k, { displayName: name, visibility: 'public', capabilities, metadata: '{"a":"\\u0000"}' }, T0 + 1)
+      expect(await s.agents.find(k)).toMatchObject({ displayName: name, capabilities, metadata: '{"a":"\\u0000"}' })
+      expect((await s.discovery.search(filter({ nameContains: '\u0000here' }))).map((r) => r.displayName)).toEqual([name])
+      expect((await s.discovery.search(filter({ tags: ['text'], words: ['echo'] }))).map((r) => r.publicKey)).toEqual([k])
+      await s.agents.suspend(k, 'why\u0000not', T0 + 2)
+      expect((await s.agents.find(k))?.suspendedReason).toBe('why\u0000not')
+      const m = message({ threadId: 'th\u0000', inReplyTo: '\u0000', contentType: 'text/x\u0000y', recipientKey: k })
+      await s.messages.insert(m, [])
+      expect(await s.messages.find(m.messageId)).toEqual(m)
+      expect(await s.messages.find('msg_\u0000')).toBeNull()
+      expect((await s.messages.listInbox(k, { status: 'sent', threadId: 'th\u0000', inReplyTo: '\u0000' }, null, 10, T0, T0 - HOUR)).map((r) => r.messageId)).toEqual([m.messageId])
+      expect(await s.messages.listInbox(k, { status: 'sent', threadId: 'th' }, null, 10, T0, T0 - HOUR)).toEqual([])
+      expect((await s.messages.listThread('th\u0000', k, null, 10, T0, T0 - HOUR)).length).toBe(1)
+      await s.admission.allow(key('Note'), 'note\u0000', T0)
+      expect(await s.admission.list()).toEqual([{ publicKey: key('Note'), note: 'note\u0000', createdAt: T0 }])
+    })
+
     test('state: numbers by key', async () => {
       const s = await open()
       expect(await s.state.getNumber('sweep.messages')).toBeNull()

@@ -61,6 +61,27 @@ export function searchWords(text: string): string[] {
     .filter((w) => w.length > 0)
 }
 
+/**
+ * The tags of a capabilities document as SQLite's trigger reads them: every string in the `tags` array
+ * of each capability, lower-cased (ASCII letters, as SQLite's lower()), each once, in order.
+ */
+export function profileTags(capabilities: string): string[] {
+  const tags = new Set<string>()
+  try {
+    const caps = JSON.parse(capabilities) as unknown
+    if (Array.isArray(caps)) {
+      for (const c of caps) {
+        const list = c && typeof c === 'object' ? (c as { tags?: unknown }).tags : undefined
+        if (!Array.isArray(list)) continue
+        for (const t of list) if (typeof t === 'string') tags.add(t.replace(/[A-Z]/g, (ch) => ch.toLowerCase()))
+      }
+    }
+  } catch {
+    // not JSON: no tags
+  }
+  return [...tags].sort()
+}
+
 /** The searchable words of a profile: display name, capability names and descriptions. */
 export function profileWords(displayName: string | null, capabilities: string): string[] {
   const parts: string[] = [displayName ?? '']
@@ -122,12 +143,25 @@ export class PgAgentStore implements AgentStore {
   async updateProfile(publicKey: string, fields: AgentProfileFields, now: number): Promise<void> {
     const names = (Object.keys(fields) as (keyof AgentProfileFields)[]).filter((k) => fields[k] !== undefined).sort()
     const sets = names.map((n, i) => `${PROFILE_COLUMNS[n]} = $${i + 3}`)
-    const updated = await one<{ displayName: string | null; capabilities: string }>(
+    const updated = await one<{ displayName: string | null; capabilities: string; listed: boolean; lastActiveAt: number }>(
       this.db,
       `UPDATE agents SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE public_key = $1
-       RETURNING display_name AS "displayName", capabilities`,
+       RETURNING display_name AS "displayName", capabilities, visibility = 'public' AND status = 'active' AS listed,
+         last_active_at::float8 AS "lastActiveAt"`,
       [publicKey, now, ...names.map((n) => fields[n])],
     )
+    if (updated && fields.capabilities !== undefined) {
+      // agent_tags rows in tag order: their triggers update tag_counts rows in one order in every unit
+      await exec(this.db, 'DELETE FROM agent_tags WHERE public_key = $1', [publicKey])
+      const tags = profileTags(updated.capabilities)
+      if (tags.length) {
+        await exec(
+          this.db,
+          `INSERT INTO agent_tags (public_key, tag, listed, last_active_at) SELECT $1, t, $3, $4 FROM unnest($2::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING`,
+          [publicKey, tags, updated.listed, updated.lastActiveAt],
+        )
+      }
+    }
     if (updated && (fields.displayName !== undefined || fields.capabilities !== undefined)) {
       await exec(this.db, 'DELETE FROM agent_words WHERE public_key = $1', [publicKey])
       const words = profileWords(updated.displayName, updated.capabilities)
