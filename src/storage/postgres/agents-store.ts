@@ -14,9 +14,17 @@ const CACHE_MAX = 20_000
  */
 export class PgAgentCache {
   private readonly rows = new Map<string, { row: AgentRecord; at: number }>()
-  /** Grows with every drop: a read that started before a drop does not fill the cache with what it read. */
-  generation = 0
+  /** Per key, the number of the latest drop: a read that started before a drop of its key does not fill the cache. */
+  private readonly drops = new Map<string, number>()
+  private dropCount = 0
+  /** Grows when `drops` is cleared (it is bounded): then every read under way is refused too. */
+  private epoch = 0
   constructor(private readonly maxAgeMs = 5_000) {}
+
+  /** Taken before a read, handed to `set` with what was read. */
+  mark(key: string): { epoch: number; drop: number } {
+    return { epoch: this.epoch, drop: this.drops.get(key) ?? 0 }
+  }
   get(key: string): AgentRecord | undefined {
     const hit = this.rows.get(key)
     if (!hit) return undefined
@@ -25,14 +33,18 @@ export class PgAgentCache {
     this.rows.set(key, hit)
     return hit.row
   }
-  set(key: string, row: AgentRecord, readAt: number = this.generation): void {
-    if (readAt !== this.generation) return
+  set(key: string, row: AgentRecord, mark: { epoch: number; drop: number }): void {
+    if (mark.epoch !== this.epoch || (this.drops.get(key) ?? 0) !== mark.drop) return
     this.rows.set(key, { row, at: performance.now() })
     if (this.rows.size > CACHE_MAX) this.rows.delete(this.rows.keys().next().value as string)
   }
   drop(key: string): void {
-    this.generation++
     this.rows.delete(key)
+    this.drops.set(key, ++this.dropCount)
+    if (this.drops.size > CACHE_MAX) {
+      this.drops.clear()
+      this.epoch++
+    }
   }
 }
 
@@ -123,9 +135,9 @@ export class PgAgentStore implements AgentStore {
       const hit = this.cache.get(publicKey)
       if (hit) return hit
     }
-    const readAt = this.cache.generation
+    const mark = this.cache.mark(publicKey)
     const row = await one<AgentRecord>(this.db, `SELECT ${COLUMNS} FROM agents WHERE public_key = $1`, [publicKey])
-    if (row && !this.inTransaction) this.cache.set(publicKey, row, readAt)
+    if (row && !this.inTransaction) this.cache.set(publicKey, row, mark)
     return row
   }
 
