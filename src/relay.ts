@@ -139,8 +139,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   signals.onAgentGone((publicKey) => authenticator.forget(publicKey))
 
   const metrics = createMetrics(logger)
-  const scheduler = new Scheduler(clock, logger, metrics.onJobRun)
-  scheduler.add('prune-replay-cache', config.sweepIntervalMs, async (now) => ({ removed: await storage.replay.prune(now, REPLAY_PRUNE_BATCH) }))
+  const scheduler = new Scheduler(clock, logger, metrics.onJobRun, (job, fn) => storage.exclusive(job, fn))
+  scheduler.add('prune-replay-cache', config.sweepIntervalMs, async (now) => ({ removed: await storage.replay.prune(now, REPLAY_PRUNE_BATCH) }), { exclusive: true })
 
   // operator changes written by another process (relay admin) or instance reach this relay here
   let changesSeen = clock.now()
