@@ -42,7 +42,7 @@ async function statsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
   )
 }
 
-async function agentsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
+async function agentsSection(ctx: Ctx, el: HTMLElement, changed: () => void): Promise<void> {
   const status = h('select', { name: 'status' }, h('option', { value: '' }, 'any'), h('option', { value: 'active' }, 'active'), h('option', { value: 'suspended' }, 'suspended'))
   const reason = h('input', { name: 'reason', maxlength: 500 })
   const list = h('div', {})
@@ -70,6 +70,7 @@ async function agentsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
     const done = await attempt(ctx, action === 'suspend' ? 'Suspending' : 'Unsuspending', () => call(ctx.id, 'POST', `/v1/admin/agents/${key}/${action}`, body))
     if (done) ctx.notify(`${done.status === 'suspended' ? 'Suspended' : 'Unsuspended'} ${shortKey(key)}`, 'ok')
     void load()
+    changed()
   }
   fill(
     el,
@@ -146,5 +147,5 @@ async function errorsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
 export const adminView: View = async (ctx, root) => {
   const parts = [h('section', { class: 'panel' }), h('section', { class: 'panel' }), h('section', { class: 'panel' }), h('section', { class: 'panel' }), h('section', { class: 'panel' })]
   fill(root, h('h2', {}, 'Operator'), h('button', { type: 'button', onclick: () => ctx.go('admin') }, 'Refresh'), parts)
-  await Promise.all([statsSection(ctx, parts[0]), agentsSection(ctx, parts[1]), allowlistSection(ctx, parts[2]), queueSection(ctx, parts[3]), errorsSection(ctx, parts[4])])
+  await Promise.all([statsSection(ctx, parts[0]), agentsSection(ctx, parts[1], () => void statsSection(ctx, parts[0])), allowlistSection(ctx, parts[2]), queueSection(ctx, parts[3]), errorsSection(ctx, parts[4])])
 }
