@@ -3,7 +3,7 @@
  * real compiled binary. A key made in the browser sends a message with an attachment to an agent the
  * test drives, sees the answer arrive live and acks it; an admin key suspends that agent. Every
  * request the browser makes stays on the relay's loopback origin. Screenshots of each view go to
- * test-artifacts/console/. Skipped with one line where Chromium is missing (never under CI).
+ * test-artifacts/console/ (UPDATE_SCREENSHOTS=1 also refreshes docs/img/console-inbox.png). Skipped with one line where Chromium is missing (never under CI).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
@@ -18,7 +18,7 @@ import { until } from '../support/ws.ts'
 const CHROMIUM = '/usr/bin/chromium'
 const hasChromium = requireProgram('chromium', existsSync(CHROMIUM) ? CHROMIUM : null, 'the console browser test')
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console')
-/** The one screenshot kept in the repository (docs/console.md shows it). */
+/** The one screenshot kept in the repository (docs/console.md shows it); `UPDATE_SCREENSHOTS=1` refreshes it. */
 const DOC_SHOT = join(ROOT, 'docs', 'img', 'console-inbox.png')
 
 const adminKeys = generateKeyPair()
@@ -132,7 +132,7 @@ describe('/console', () => {
         await card.waitFor({ timeout: 10_000 })
         expect(await card.textContent()).toContain('hello human')
         await shot('inbox')
-        copyFileSync(join(ARTIFACTS, 'inbox.png'), DOC_SHOT)
+        if (process.env.UPDATE_SCREENSHOTS === '1') copyFileSync(join(ARTIFACTS, 'inbox.png'), DOC_SHOT)
         await card.getByRole('button', { name: 'Ack' }).click()
         await until(async () => (await agent.messageStatus(reply.message_id)).status === 'delivered', 5000, 'the ack')
 
