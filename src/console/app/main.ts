@@ -179,6 +179,11 @@ function route(): void {
 window.addEventListener('hashchange', route)
 
 void (async () => {
+  if (!globalThis.isSecureContext || !crypto.subtle) {
+    // browsers offer WebCrypto to secure pages only
+    fill(main, h('h2', {}, 'This page needs HTTPS'), h('p', {}, 'The console signs in the browser with WebCrypto, which browsers offer only over https:// or on localhost. Put the relay behind a TLS proxy (see deploy/).'))
+    return
+  }
   const saved = await loadIdentity()
   if (saved) await start(saved, false)
   else showKeySetup()
