@@ -40,6 +40,11 @@ afterAll(async () => {
 })
 
 describe('/console', () => {
+  test('the browser code type-checks against the DOM (its own tsconfig; the project check leaves it out)', () => {
+    const r = Bun.spawnSync([join(ROOT, 'node_modules/.bin/tsc'), '--noEmit', '-p', join(ROOT, 'src/console/app')], { stdout: 'pipe', stderr: 'pipe' })
+    expect([r.exitCode, r.stdout.toString()]).toEqual([0, ''])
+  })
+
   test('the page and its script come from the binary itself', async () => {
     if (!hasChromium) return
     expect(existsSync(BINARY)).toBe(true)
