@@ -166,6 +166,7 @@ describe('/console', () => {
         await shot('profile')
         expect((await agent.getAgent(browserKey)).display_name).toBe('console user')
         await page.getByRole('link', { name: 'Downloads' }).click()
+        await page.getByRole('heading', { name: 'Downloads' }).waitFor()
         await shot('downloads')
 
         // 7. an operator key, imported from its key file, suspends the agent
@@ -189,6 +190,7 @@ describe('/console', () => {
         // a phone-sized screen
         await page.setViewportSize({ width: 390, height: 800 })
         await page.getByRole('link', { name: 'Inbox' }).click()
+        await page.getByRole('heading', { name: 'Inbox' }).waitFor()
         await shot('inbox-phone')
 
         expect(errors).toEqual([])
