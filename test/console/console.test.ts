@@ -129,7 +129,14 @@ describe('/console', () => {
         expect(received.attachments?.[0]).toMatchObject({ filename: 'notes.bin', size: fileBytes.length })
         const res = await agent.transport.send('GET', `/v1/blobs/${received.attachments![0].blob_id}`)
         expect(Buffer.from(await res.arrayBuffer()).equals(fileBytes)).toBe(true)
-        const reply = await agent.send({ recipient_key: browserKey, body: { text: 'hello human', echo: 'hello agent' }, in_reply_to: sentId, thread_id: 'thread-1' })
+        const answerFile = await agent.uploadBlob(new TextEncoder().encode('the answer, as a file\n'), { contentType: 'text/plain' })
+        const reply = await agent.send({
+          recipient_key: browserKey,
+          body: { text: 'hello human', echo: 'hello agent' },
+          in_reply_to: sentId,
+          thread_id: 'thread-1',
+          attachments: [{ blob_id: answerFile.blob_id, filename: 'answer.txt' }],
+        })
 
         // 5. the answer arrives live in the inbox, and is acked
         await page.getByRole('link', { name: 'Inbox' }).click()
@@ -137,6 +144,12 @@ describe('/console', () => {
         await card.waitFor({ timeout: 10_000 })
         expect(await card.textContent()).toContain('hello human')
         await shot('inbox')
+        // its attachment downloads through a signed request made in the browser
+        const downloading = page.waitForEvent('download')
+        await card.getByRole('button', { name: 'Download answer.txt' }).click()
+        const saved = await downloading
+        expect(saved.suggestedFilename()).toBe('answer.txt')
+        expect(await Bun.file((await saved.path()) as string).text()).toBe('the answer, as a file\n')
         if (process.env.UPDATE_SCREENSHOTS === '1') copyFileSync(join(ARTIFACTS, 'inbox.png'), DOC_SHOT)
         await card.getByRole('button', { name: 'Ack' }).click()
         await until(async () => (await agent.messageStatus(reply.message_id)).status === 'delivered', 5000, 'the ack')
