@@ -10,7 +10,7 @@ import { silentLogger } from '../lib/logger.ts'
 import { AdminService, AGENT_PAGE_MAX } from '../services/admin.ts'
 import { AdmissionService } from '../services/admission.ts'
 import { AgentsService } from '../services/agents.ts'
-import { openStorage } from '../storage/open-storage.ts'
+import { openStorageAsync } from '../storage/open-storage.ts'
 import { dataPaths, prepareDataDir } from '../relay.ts'
 import { UsageError } from './args.ts'
 import { fields, humanBytes, table } from './format.ts'
@@ -35,7 +35,8 @@ async function withAdmin<T>(flags: Record<string, string>, run: (admin: AdminSer
     if (!existsSync(database)) throw new Error(`no relay database at ${database} (check --data-dir or RELAY_DATA_DIR)`)
   }
   const clock = systemClock
-  const { storage, signals } = openStorage(config, prepareDataDir(config.dataDir), silentLogger, clock, { tool: true })
+  // the storage the relay itself runs on: the SQLite file, or the database RELAY_DATABASE_URL names
+  const { storage, signals } = await openStorageAsync(config, prepareDataDir(config.dataDir), silentLogger, clock, { tool: true })
   try {
     const admission = new AdmissionService(storage, clock, {
       mode: config.admission.mode,
