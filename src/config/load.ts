@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { isPublicKey } from '../auth/keys.ts'
 import { parseDurationMs, parseSizeBytes } from '../lib/units.ts'
 import type { Config, ConfigOverrides } from './config.ts'
 import { OPTIONS, type OptionSpec } from './options.ts'
@@ -82,6 +83,14 @@ function parseValue(spec: OptionSpec, raw: Raw, source: string): unknown {
       const s = String(raw).trim().toLowerCase()
       if (!['debug', 'info', 'warn', 'error'].includes(s)) fail('must be one of debug, info, warn, error')
       return s
+    }
+    case 'keys': {
+      // a list of public keys: comma-separated text (env, flag) or an array (config file); each must be a key
+      const list = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',') : null
+      if (!list) fail('must be a comma-separated list of public keys')
+      const keys = (list as unknown[]).map((item) => (typeof item === 'string' ? item.trim() : item)).filter((item) => item !== '')
+      for (const key of keys) if (!isPublicKey(key)) fail(`"${String(key).slice(0, 60)}" is not a public key (43 base64url characters)`)
+      return [...new Set(keys as string[])]
     }
     case 'addr': {
       if (raw === null || raw === '') return null

@@ -4,7 +4,7 @@
  * and the README's configuration reference are all driven by this table.
  */
 
-export type OptionKind = 'string' | 'text' | 'choice' | 'port' | 'int' | 'duration' | 'size' | 'bool' | 'level' | 'durations' | 'addr'
+export type OptionKind = 'string' | 'text' | 'choice' | 'port' | 'int' | 'duration' | 'size' | 'bool' | 'level' | 'durations' | 'addr' | 'keys'
 
 export interface OptionSpec {
   /** Dotted key in relay.config.ts, e.g. `webhooks.allowPrivateTargets`. */
@@ -46,6 +46,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'blobs.unattachedTtl', env: 'RELAY_BLOB_UNATTACHED_TTL', kind: 'duration', default: '24h', min: 1000, why: 'docs/protocol.md §6: time to attach an uploaded blob to a message before it is collected' },
   { key: 'messages.expiredRetention', env: 'RELAY_EXPIRED_RETENTION', kind: 'duration', default: '7d', min: 0, why: 'docs/protocol.md §4.6: how long an expired envelope answers status queries' },
   { key: 'admission.mode', env: 'RELAY_ADMISSION', kind: 'choice', choices: ['open', 'allowlist', 'existing'], default: 'open', why: 'who may use the relay: open — any key becomes an agent on its first request; allowlist — only keys listed with relay admin allow (others 403, no record); existing — agents that exist keep working, new keys get 403' },
+  { key: 'admin.keys', env: 'RELAY_ADMIN_KEYS', kind: 'keys', default: '', why: 'public keys (comma-separated) that may call the operator API /v1/admin and see the operator views of the console; always admitted, whatever RELAY_ADMISSION says. Empty: nobody, the API answers 403' },
   { key: 'admission.maxAgents', env: 'RELAY_MAX_AGENTS', kind: 'int', default: 0, min: 0, max: 1_000_000_000, why: 'agent records the relay will hold; a new key beyond it gets 403 (0 = unlimited)' },
   { key: 'ws.maxConnections', env: 'RELAY_WS_MAX_CONNECTIONS', kind: 'int', default: 5, min: 1, max: 1000, why: 'docs/protocol.md §8: WebSockets per agent; enough for a few replicas of one agent' },
   { key: 'ws.pingInterval', env: 'RELAY_WS_PING_INTERVAL', kind: 'duration', default: '30s', min: 1000, why: 'docs/protocol.md §8: keepalive pings; a connection that misses one is closed' },
