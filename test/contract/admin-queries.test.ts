@@ -11,6 +11,7 @@ import { generateKeyPair } from '../../src/auth/sign.ts'
 import { silentLogger } from '../../src/lib/logger.ts'
 import type { Storage } from '../../src/services/ports.ts'
 import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
+import { postgresBackend } from './backends.ts'
 
 interface Implementation {
   name: string
@@ -32,6 +33,8 @@ const IMPLEMENTATIONS: Implementation[] = [
       }
     },
   },
+  // PostgreSQL (cluster mode) when its programs are installed: a fresh database on the test server
+  ...(postgresBackend.available ? [{ name: 'postgres', open: () => postgresBackend.open() }] : []),
 ]
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z')

@@ -8,6 +8,7 @@ import type { SQL } from 'bun'
 import type { Logger } from '../../lib/logger.ts'
 import type { Storage, Stores } from '../../services/ports.ts'
 import { PgAclStore } from './acl-store.ts'
+import { PgAdminQueries } from './admin-queries.ts'
 import { PgAdmissionStore } from './admission-store.ts'
 import { PgAgentCache, PgAgentStore } from './agents-store.ts'
 import { PgBlobRecordStore } from './blobs-store.ts'
@@ -103,6 +104,8 @@ export class PostgresStorage implements Storage {
   readonly rates
   readonly discovery
   readonly stats
+  /** Operator listings (relay admin, /v1/admin), on the pool. */
+  readonly adminQueries
   readonly cache = new PgAgentCache()
   private closed = false
   private probes = 0
@@ -124,6 +127,7 @@ export class PostgresStorage implements Storage {
     this.rates = mapped(new PgRateStore(sql))
     this.discovery = mapped(new PgDiscoveryStore(sql))
     this.stats = mapped(new PgStatsStore(sql))
+    this.adminQueries = mapped(new PgAdminQueries(sql))
   }
 
   transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
