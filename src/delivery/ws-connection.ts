@@ -63,6 +63,9 @@ export class Connection {
   /** Frames that arrived while the auth frame was being checked, handled once it passes. */
   early: (string | Uint8Array)[] = []
   earlyBytes = 0
+  /** Answers to frames leave in the order the frames came, though the frames are handled concurrently. */
+  private replies: Promise<void> = Promise.resolve()
+  private pendingReplies = 0
 
   private phase: 'sync' | 'live' = 'sync'
   private cursor: Position | null = null
@@ -94,6 +97,25 @@ export class Connection {
   }
 
   /** Sends a reply frame (auth_result, send_result, pong, error); replies do not wait for drain. */
+  /**
+   * Sends the answer to a frame once the answers to earlier frames have left: sends are handled
+   * concurrently (their commits group), but a client reads its answers in the order it asked.
+   * A null answer (an ack that worked) sends nothing but keeps its place.
+   */
+  answer(answer: string | null | Promise<string | null>): void {
+    if (this.pendingReplies === 0 && typeof answer === 'string') return this.reply(answer)
+    if (answer === null && this.pendingReplies === 0) return
+    this.pendingReplies++
+    this.replies = this.replies
+      .then(() => answer)
+      .then((text) => {
+        if (text !== null) this.reply(text)
+      })
+      .finally(() => {
+        this.pendingReplies--
+      })
+  }
+
   reply(text: string): void {
     if (this.state !== 'closed') this.socket.send(text)
   }

@@ -334,45 +334,51 @@ export class SocketHub {
 
   /** docs/protocol.md §8.4: frames after auth; a bad one gets an error frame and the connection stays. */
   private onFrame(conn: Connection, data: string | Uint8Array): void {
+    conn.answer(this.answerFrame(conn, data))
+  }
+
+  /** The answer to one frame (null: none), at once or once its work is done. */
+  private answerFrame(conn: Connection, data: string | Uint8Array): string | null | Promise<string | null> {
     let frame: ClientFrame
     try {
       frame = parseClientFrame(data)
     } catch (err) {
       const e = asRelayError(err)
-      return conn.reply(frames.error(e.code, e.message, e.details))
+      return frames.error(e.code, e.message, e.details)
     }
     switch (frame.type) {
       case 'ping':
-        return conn.reply(frames.pong())
+        return frames.pong()
       case 'auth':
-        return conn.reply(frames.error('bad_request', 'Already authenticated'))
+        return frames.error('bad_request', 'Already authenticated')
       case 'ack':
-        return void this.ack(conn, frame.message_id)
+        return this.ack(conn, frame.message_id)
       case 'send':
-        return void this.send(conn, frame.id, frame.message)
+        return this.send(conn, frame.id, frame.message)
     }
   }
 
-  private async ack(conn: Connection, messageId: string): Promise<void> {
+  private async ack(conn: Connection, messageId: string): Promise<string | null> {
     try {
       const { changed } = await this.deps.messages.ack(conn.publicKey, messageId)
       if (changed) this.deps.onDelivered?.()
+      return null
     } catch (err) {
       if (!(err instanceof RelayError)) this.deps.logger.error('websocket ack failed unexpectedly', { error: String(err) })
       const e = asRelayError(err)
-      conn.reply(frames.error(e.code as ErrorCode, e.message, { message_id: messageId }))
+      return frames.error(e.code as ErrorCode, e.message, { message_id: messageId })
     }
   }
 
   /** docs/protocol.md §8.4: the checks, limits and rate limit of POST /v1/messages, answered by send_result. */
-  private async send(conn: Connection, id: unknown, message: unknown): Promise<void> {
+  private async send(conn: Connection, id: unknown, message: unknown): Promise<string> {
     try {
       const { rate: _rate, ...result } = await this.deps.messages.send(conn.agent!, message)
-      conn.reply(frames.sendOk(id, result))
+      return frames.sendOk(id, result)
     } catch (err) {
       if (!(err instanceof RelayError)) this.deps.logger.error('websocket send failed unexpectedly', { error: String(err), stack: (err as Error)?.stack })
       const e = asRelayError(err)
-      conn.reply(frames.sendError(id, e.code, e.message, e.details))
+      return frames.sendError(id, e.code, e.message, e.details)
     }
   }
 

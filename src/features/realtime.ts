@@ -60,9 +60,16 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
     config.webhooks,
   )
   // the delivery row is written in the unit of work that inserts the message (crash-safe outbox); the
-  // kick runs on a later turn of the event loop, after that commit
+  // dispatcher is kicked once that commit is announced. A message committed by another instance may
+  // have queued a delivery too: any instance with a free slot takes it (claims are exclusive).
+  const queued = new Set<string>()
   messages.onInsert(async (tx, row) => {
-    if (await webhooks.enqueueFor(tx, row)) dispatcher.kick()
+    if (!(await webhooks.enqueueFor(tx, row))) return
+    if (queued.size >= 10_000) queued.clear() // ids of units of work that rolled back; the periodic job covers them
+    queued.add(row.messageId)
+  })
+  ctx.signals.onMessage((message, origin) => {
+    if (origin === 'remote' || queued.delete(message.messageId)) dispatcher.kick()
   })
   // docs/protocol.md §2.3: a suspended agent receives nothing on any channel — with the suspension when it
   // is made here, and as soon as this relay hears of one made elsewhere (relay admin, another instance)

@@ -1,6 +1,8 @@
 /**
  * Chooses and opens the storage a relay runs on, from the configuration: the embedded SQLite file in
- * the data directory (the default, one process), with in-process signals and connection counts.
+ * the data directory (the default, one process), with in-process signals and connection counts; or,
+ * when RELAY_DATABASE_URL names one, a PostgreSQL database shared by every instance of a cluster, with
+ * LISTEN/NOTIFY signals and connection counts kept in the database.
  */
 import type { Database } from 'bun:sqlite'
 import type { Config } from '../config/config.ts'
@@ -9,6 +11,7 @@ import type { Logger } from '../lib/logger.ts'
 import type { ConnectionRegistry, Signals, Storage } from '../services/ports.ts'
 import { LocalConnectionRegistry } from './memory/connection-registry.ts'
 import { LocalSignals } from './memory/signals.ts'
+import { openPostgres } from './postgres/open-postgres.ts'
 import { SqliteStorage } from './sqlite/sqlite-storage.ts'
 
 export interface OpenedStorage {
@@ -30,5 +33,6 @@ export function openStorage(config: Config, paths: { database: string }, logger:
 /** `openStorage`, and PostgreSQL when RELAY_DATABASE_URL names a database (cluster mode). */
 export async function openStorageAsync(config: Config, paths: { database: string }, logger: Logger, clock: Clock, opts: { tool?: boolean } = {}): Promise<OpenedStorage> {
   if (!config.database.url) return openStorage(config, paths, logger, clock, opts)
-  throw new Error('RELAY_DATABASE_URL: PostgreSQL support is not built into this relay')
+  const lockWaitMs = opts.tool ? Math.max(config.database.lockWaitMs, 5000) : config.database.lockWaitMs
+  return openPostgres(config.database.url, { logger, clock, lockWaitMs, tool: opts.tool })
 }

@@ -134,6 +134,17 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     expect(await a.connections.tryAdd(k, 'c7', 2, now + 400_000)).toBe(false)
   })
 
+  test('connection ids are per instance: the same id on two instances is two connections', async () => {
+    const k = key('Wid')
+    const now = clock.now()
+    expect(await a.connections.tryAdd(k, '1', 2, now)).toBe(true)
+    expect(await b.connections.tryAdd(k, '1', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, '2', 2, now)).toBe(false)
+    await a.connections.remove(k, '1')
+    expect(await b.connections.tryAdd(k, '2', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, '3', 2, now)).toBe(false)
+  })
+
   test('concurrent adds on both instances never pass the limit', async () => {
     const k = key('Race')
     const tries = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).connections.tryAdd(k, `r${i}`, 3, clock.now())))

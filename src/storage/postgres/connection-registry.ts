@@ -36,7 +36,13 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
     this.timer.unref?.()
   }
 
-  async tryAdd(publicKey: string, connectionId: string, limit: number, now: number): Promise<boolean> {
+  /** Connection ids are unique within one instance only: stored, they carry the instance's id. */
+  private rowId(connectionId: string): string {
+    return `${this.instanceId}/${connectionId}`
+  }
+
+  async tryAdd(publicKey: string, localId: string, limit: number, now: number): Promise<boolean> {
+    const connectionId = this.rowId(localId)
     try {
       return await this.sql.begin(async (tx) => {
         await exec(tx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.ws:${publicKey}`])
@@ -59,7 +65,8 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
     }
   }
 
-  async remove(publicKey: string, connectionId: string): Promise<void> {
+  async remove(publicKey: string, localId: string): Promise<void> {
+    const connectionId = this.rowId(localId)
     await exec(this.sql, 'DELETE FROM ws_connections WHERE public_key = $1 AND connection_id = $2 AND instance_id = $3', [
       publicKey,
       connectionId,
