@@ -1,0 +1,155 @@
+/**
+ * Cluster benchmark: prints figures, asserts nothing.
+ *
+ *   bun bench/cluster.ts                      # full size
+ *   BENCH_QUICK=1 bun bench/cluster.ts        # small sizes
+ *   BENCH_NO_BUILD=1 …                        # reuse dist/relay
+ *
+ * Starts a PostgreSQL server (Debian's postgresql, as in the tests) and an S3-compatible server (s3rver),
+ * then the compiled relay as 1, 2 and 3 instances on that one database and bucket, each with its own
+ * data directory and port, as machines behind a load balancer would run. This process is the client
+ * and spreads its requests round-robin over the instances. On a 2-core machine every instance, the
+ * database and the client share the same two cores: the figures show what the shared database costs
+ * and that nothing serialises across instances, not what N machines would do.
+ *
+ * 1. Send throughput: BENCH_SENDS (6,000) pre-signed POST /v1/messages from 200 agents, 64 in flight.
+ * 2. Cross-instance send → push latency: 100 recipients hold a WebSocket on instance B; signed sends go
+ *    to instance A at BENCH_RATE per second (1,000) for BENCH_SECONDS (10). Latency is from just before the
+ *    POST to the push frame on B (commit on A, NOTIFY, read on B, push).
+ */
+import { rmSync } from 'node:fs'
+import { BINARY, benchSize, ensureBinary, fmt, makeAgents, percentile, runLoad, startRelayBinary } from './lib.ts'
+import { findPostgres, startPostgres } from '../test/support/postgres.ts'
+import { startS3Server } from '../test/support/s3.ts'
+
+const SENDS = benchSize('BENCH_SENDS', 6000, 1500)
+const RATE = benchSize('BENCH_RATE', 1000, 500)
+const SECONDS = benchSize('BENCH_SECONDS', 10, 3)
+
+type Agent = ReturnType<typeof makeAgents>[number]
+
+ensureBinary()
+const node = Bun.which('node')
+if (!node) throw new Error('node is needed to run s3rver')
+const pgBin = findPostgres()
+if (!pgBin) throw new Error("PostgreSQL's binaries are needed (Debian: apt-get install postgresql)")
+const pg = await startPostgres(pgBin)
+const s3 = await startS3Server(node)
+
+async function cluster(n: number, database: string) {
+  const url = await pg.createDatabase(database)
+  const env = { RELAY_DATABASE_URL: url, RELAY_BLOB_STORE: s3.url(`${database}/`), ...s3.env, RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_RATE_REQUESTS_PER_MIN: '0' }
+  const first = await startRelayBinary(env)
+  const rest = await Promise.all(Array.from({ length: n - 1 }, () => startRelayBinary(env)))
+  const instances = [first, ...rest]
+  return {
+    instances,
+    async stop() {
+      for (const r of instances) {
+        r.proc.kill('SIGTERM')
+        await r.proc.exited
+        rmSync(r.dataDir, { recursive: true, force: true })
+      }
+    },
+  }
+}
+
+function signedSends(senders: Agent[], recipients: Agent[], total: number) {
+  const timestamp = new Date().toISOString()
+  return Array.from({ length: total }, (_, i) => {
+    const body = JSON.stringify({ recipient_key: recipients[i % recipients.length].keys.publicKey, body: { seq: i } })
+    const s = senders[i % senders.length]
+    return { body, headers: { ...s.sign('POST', '/v1/messages', timestamp, body), 'content-type': 'application/json' } }
+  })
+}
+
+async function throughput(n: number) {
+  const c = await cluster(n, `bench_send_${n}`)
+  try {
+    const senders = makeAgents(200)
+    const recipients = makeAgents(50)
+    // the agents exist before the clock starts
+    const warm = signedSends(senders, recipients, senders.length)
+    await runLoad(warm.length, 32, (i) => fetch(`${c.instances[i % n].url}/v1/messages`, { method: 'POST', ...warm[i] }))
+    const requests = signedSends(senders, recipients, SENDS)
+    const r = await runLoad(SENDS, 64, (i) => fetch(`${c.instances[i % n].url}/v1/messages`, { method: 'POST', ...requests[i] }))
+    console.log(`   ${n} instance${n > 1 ? 's' : ' '}: ${fmt(r.perSecond, 0)} sends/s   p50 ${fmt(percentile(r.latencies, 50))} ms  p99 ${fmt(percentile(r.latencies, 99))} ms   ${JSON.stringify(r.statuses)}`)
+  } finally {
+    await c.stop()
+  }
+}
+
+function openSocket(url: string, a: Agent, onMessage: (data: string) => void): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url)
+    const timestamp = new Date().toISOString()
+    ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', public_key: a.keys.publicKey, timestamp, signature: a.signText(`WS\n${timestamp}`) }))
+    ws.onerror = () => reject(new Error('socket error'))
+    ws.onmessage = (e) => {
+      const text = String(e.data)
+      if (!text.startsWith('{"type":"auth_result"')) return
+      if (!text.includes('"ok"')) return reject(new Error(text))
+      ws.onmessage = (m) => onMessage(String(m.data))
+      resolve(ws)
+    }
+  })
+}
+
+async function crossInstanceLatency() {
+  const c = await cluster(2, 'bench_latency')
+  const [A, B] = c.instances
+  try {
+    const recipients = makeAgents(100)
+    const senders = makeAgents(10)
+    const total = RATE * SECONDS
+    const issuedAt = new Float64Array(total)
+    const latency: number[] = []
+    const sockets = await Promise.all(
+      recipients.map((k) =>
+        openSocket(B.url.replace('http', 'ws') + '/v1/ws', k, (data) => {
+          const at = performance.now()
+          const m = /"seq":(\d+)/.exec(data)
+          if (m) latency.push(at - issuedAt[Number(m[1])])
+        }),
+      ),
+    )
+    const requests = signedSends(senders, recipients, total)
+    const inFlight: Promise<unknown>[] = []
+    const statuses = new Map<number, number>()
+    const t0 = performance.now()
+    let next = 0
+    while (next < total) {
+      const due = Math.min(total, Math.floor(((performance.now() - t0) * RATE) / 1000) + 1)
+      for (; next < due; next++) {
+        const i = next
+        issuedAt[i] = performance.now()
+        inFlight.push(
+          fetch(`${A.url}/v1/messages`, { method: 'POST', ...requests[i] }).then(async (res) => {
+            await res.arrayBuffer()
+            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1)
+          }),
+        )
+      }
+      await Bun.sleep(1)
+    }
+    await Promise.all(inFlight)
+    const achieved = total / ((performance.now() - t0) / 1000)
+    for (let i = 0; i < 1000 && latency.length < total; i++) await Bun.sleep(10)
+    for (const ws of sockets) ws.close()
+    latency.sort((a, b) => a - b)
+    console.log(`\n2. cross-instance send → push: ${total} sends to A at ${RATE}/s (achieved ${fmt(achieved, 0)}/s), pushed on B to ${recipients.length} sockets`)
+    console.log(`   statuses ${JSON.stringify(Object.fromEntries(statuses))}; pushes received ${latency.length}/${total}`)
+    console.log(`   push p50 ${fmt(percentile(latency, 50))} ms  p99 ${fmt(percentile(latency, 99))} ms  max ${fmt(latency.at(-1) ?? NaN)} ms`)
+  } finally {
+    await c.stop()
+  }
+}
+
+try {
+  console.log(`cluster benchmark: ${BINARY} on PostgreSQL (${pg.url.replace(/:[^:@/]*@/, '@')}) and s3rver`)
+  console.log(`\n1. send throughput, ${SENDS} signed sends, 64 in flight, round-robin over the instances`)
+  for (const n of [1, 2, 3]) await throughput(n)
+  await crossInstanceLatency()
+} finally {
+  await Promise.all([pg.remove(), s3.stop()])
+}
