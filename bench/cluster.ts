@@ -18,7 +18,7 @@
  *    POST to the push frame on B (commit on A, NOTIFY, read on B, push).
  */
 import { rmSync } from 'node:fs'
-import { BINARY, benchSize, ensureBinary, fmt, makeAgents, percentile, runLoad, startRelayBinary } from './lib.ts'
+import { BINARY, benchSize, ensureBinary, fmt, makeAgents, openAgentSocket, percentile, runLoad, startRelayBinary } from './lib.ts'
 import { findPostgres, startPostgres } from '../test/support/postgres.ts'
 import { startS3Server } from '../test/support/s3.ts'
 
@@ -79,22 +79,6 @@ async function throughput(n: number) {
   }
 }
 
-function openSocket(url: string, a: Agent, onMessage: (data: string) => void): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url)
-    const timestamp = new Date().toISOString()
-    ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', public_key: a.keys.publicKey, timestamp, signature: a.signText(`WS\n${timestamp}`) }))
-    ws.onerror = () => reject(new Error('socket error'))
-    ws.onmessage = (e) => {
-      const text = String(e.data)
-      if (!text.startsWith('{"type":"auth_result"')) return
-      if (!text.includes('"ok"')) return reject(new Error(text))
-      ws.onmessage = (m) => onMessage(String(m.data))
-      resolve(ws)
-    }
-  })
-}
-
 async function crossInstanceLatency() {
   const c = await cluster(2, 'bench_latency')
   const [A, B] = c.instances
@@ -106,7 +90,7 @@ async function crossInstanceLatency() {
     const latency: number[] = []
     const sockets = await Promise.all(
       recipients.map((k) =>
-        openSocket(B.url.replace('http', 'ws') + '/v1/ws', k, (data) => {
+        openAgentSocket(B.url.replace('http', 'ws') + '/v1/ws', k, (data) => {
           const at = performance.now()
           const m = /"seq":(\d+)/.exec(data)
           if (m) latency.push(at - issuedAt[Number(m[1])])

@@ -115,3 +115,35 @@ export const QUICK = process.env.BENCH_QUICK === '1'
 
 /** A size from the environment, else the full or quick default. */
 export const benchSize = (name: string, full: number, small: number): number => Number(process.env[name] ?? (QUICK ? small : full))
+
+/**
+ * Opens one WebSocket at `url` (ws://…/v1/ws) and authenticates it as `agent`; resolves once the relay
+ * said ok. A handshake refused for the relay's pre-authentication budget (each unauthenticated socket
+ * holds room for one unfinished frame) is tried again shortly, as the client library's listen loop does.
+ */
+export async function openAgentSocket(url: string, agent: ReturnType<typeof nativeAgent>, onMessage?: (data: string) => void, attempts = 50): Promise<WebSocket> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openAgentSocketOnce(url, agent, onMessage)
+    } catch (err) {
+      if (attempt >= attempts) throw err
+      await Bun.sleep(20 + Math.random() * 80)
+    }
+  }
+}
+
+function openAgentSocketOnce(url: string, agent: ReturnType<typeof nativeAgent>, onMessage?: (data: string) => void): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url)
+    const timestamp = new Date().toISOString()
+    ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', public_key: agent.keys.publicKey, timestamp, signature: agent.signText(`WS\n${timestamp}`) }))
+    ws.onerror = () => reject(new Error('socket error'))
+    ws.onmessage = (e) => {
+      const text = String(e.data)
+      if (!text.startsWith('{"type":"auth_result"')) return
+      if (!text.includes('"ok"')) return reject(new Error(text))
+      ws.onmessage = onMessage ? (m) => onMessage(String(m.data)) : null
+      resolve(ws)
+    }
+  })
+}

@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BINARY, QUICK, benchSize, ensureBinary, fmt, freePort, makeAgents, nativeAgent, percentile, rssMiB, runLoad } from './lib.ts'
+import { BINARY, QUICK, benchSize, ensureBinary, fmt, freePort, makeAgents, openAgentSocket, percentile, rssMiB, runLoad } from './lib.ts'
 
 const only = process.env.BENCH_ONLY
 const AGENTS = benchSize('BENCH_AGENTS', 100, 100)
@@ -35,12 +35,6 @@ const SECONDS = benchSize('BENCH_SECONDS', 10, 2)
 const SOCKETS = benchSize('BENCH_SOCKETS', 10_000, 1_000)
 const HOOKS = benchSize('BENCH_HOOKS', 100, 20)
 const DELIVERIES = benchSize('BENCH_DELIVERIES', 20_000, 2_000)
-
-type Agent = ReturnType<typeof nativeAgent>
-
-function authFrame(a: Agent, timestamp = new Date().toISOString()): string {
-  return JSON.stringify({ type: 'auth', public_key: a.keys.publicKey, timestamp, signature: a.signText(`WS\n${timestamp}`) })
-}
 
 /** Starts dist/relay on a temp data directory through `sh` so that its descriptor limit can be raised. */
 async function startRelay(env: Record<string, string>) {
@@ -72,23 +66,6 @@ async function startRelay(env: Record<string, string>) {
   }
 }
 
-/** Opens and authenticates one socket; resolves once the relay answered ok. */
-function openSocket(url: string, k: Agent, onMessage?: (data: string) => void): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url)
-    ws.onopen = () => ws.send(authFrame(k))
-    ws.onerror = () => reject(new Error('socket error'))
-    ws.onmessage = (e) => {
-      const text = String(e.data)
-      if (text.startsWith('{"type":"auth_result"')) {
-        if (!text.includes('"ok"')) return reject(new Error(text))
-        ws.onmessage = onMessage ? (m) => onMessage(String(m.data)) : null
-        return resolve(ws)
-      }
-    }
-  })
-}
-
 async function latency() {
   const relay = await startRelay({})
   try {
@@ -99,7 +76,7 @@ async function latency() {
     const pushLatency: number[] = []
     const sockets = await Promise.all(
       recipients.map((k) =>
-        openSocket(relay.ws, k, (data) => {
+        openAgentSocket(relay.ws, k, (data) => {
           const at = performance.now()
           const m = /"seq":(\d+)/.exec(data)
           if (m) pushLatency.push(at - issuedAt[Number(m[1])])
@@ -163,7 +140,7 @@ async function sockets() {
     const t0 = performance.now()
     let failed = 0
     for (let i = 0; i < SOCKETS; i += 200) {
-      const batch = await Promise.allSettled(keys.slice(i, i + 200).map((k) => openSocket(relay.ws, k)))
+      const batch = await Promise.allSettled(keys.slice(i, i + 200).map((k) => openAgentSocket(relay.ws, k)))
       for (const r of batch) r.status === 'fulfilled' ? open.push(r.value) : failed++
     }
     const openSeconds = (performance.now() - t0) / 1000

@@ -25,19 +25,6 @@ export interface RelayStats {
   database: { size_bytes: number; wal_bytes: number }
 }
 
-export interface AgentListEntry {
-  public_key: string
-  display_name?: string
-  status: 'active' | 'suspended'
-  suspended_reason?: string
-  visibility: string
-  inbox_policy: string
-  capabilities: number
-  created_at: string
-  last_active_at: string
-}
-
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /**
  * Read-only figures about the whole relay for operators (`relay admin stats`, `relay admin agents`)
@@ -121,56 +108,6 @@ export class StatsRepo {
       blobs: this.blobCounts(now),
       webhooks: this.webhookCounts(),
       database: this.databaseSize(),
-    }
-  }
-
-  /**
-   * Agents oldest first (creation time, then key), `limit` per page; `after` is the cursor returned
-   * with the previous page.
-   */
-  listAgents(opts: { limit: number; after?: string; status?: 'active' | 'suspended' }): {
-    agents: AgentListEntry[]
-    has_more: boolean
-    next_cursor: string | null
-  } {
-    let afterCreated = -1
-    let afterKey = ''
-    if (opts.after) {
-      const pos = decodePosition(opts.after, PUBLIC_KEY_PATTERN)
-      if (!pos) throw new Error('invalid cursor')
-      afterCreated = pos.n
-      afterKey = pos.id
-    }
-    const rows = this.client
-      .query<Record<string, any>, [number, number, string, string | null, string | null, number]>(
-        `SELECT public_key, display_name, status, suspended_reason, visibility, inbox_policy, created_at, last_active_at,
-                json_array_length(capabilities) AS capability_count
-         FROM agents
-         WHERE (created_at > ? OR (created_at = ? AND public_key > ?)) AND (? IS NULL OR status = ?)
-         ORDER BY created_at, public_key
-         LIMIT ?`,
-      )
-      .all(afterCreated, afterCreated, afterKey, opts.status ?? null, opts.status ?? null, opts.limit + 1)
-    const hasMore = rows.length > opts.limit
-    const page = rows.slice(0, opts.limit)
-    const last = page[page.length - 1]
-    return {
-      agents: page.map((r) => {
-        const entry: AgentListEntry = {
-          public_key: r.public_key,
-          status: r.status,
-          visibility: r.visibility,
-          inbox_policy: r.inbox_policy,
-          capabilities: r.capability_count ?? 0,
-          created_at: iso(r.created_at),
-          last_active_at: iso(r.last_active_at),
-        }
-        if (r.display_name !== null) entry.display_name = r.display_name
-        if (r.suspended_reason !== null) entry.suspended_reason = r.suspended_reason
-        return entry
-      }),
-      has_more: hasMore,
-      next_cursor: hasMore && last ? encodePosition(last.created_at, last.public_key) : null,
     }
   }
 }
