@@ -97,6 +97,7 @@ export class SocketHub {
       now: () => clock.now(),
     }
     deps.signals.onMessage((message) => this.announce(message))
+    deps.signals.wantRecipients((recipientKey) => this.byAgent.has(recipientKey))
     deps.signals.onAgentGone((publicKey, reason) =>
       this.closeAgent(publicKey, reason === 'suspended' ? CLOSE.suspended : CLOSE.deleted, reason === 'suspended' ? 'agent suspended' : 'agent deleted'),
     )

@@ -420,6 +420,11 @@ export interface Signals {
   agentGone(publicKey: string, reason: 'deleted' | 'suspended'): void
   onAgentGone(listener: (publicKey: string, reason: 'deleted' | 'suspended') => void): void
   /**
+   * Which recipients this instance has listeners for (its open sockets): a message another instance
+   * committed for anyone else is not read here. Without a filter every remote message is read.
+   */
+  wantRecipients(filter: (recipientKey: string) => boolean): void
+  /**
    * Notices may have been lost (the link to the other instances dropped and came back): listeners
    * re-read what they need (sockets resync their backlog).
    */

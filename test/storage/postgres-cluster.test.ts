@@ -78,6 +78,29 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     expect(seenA).toEqual([['msg_cluster_1', 'local']]) // A skips its own notice
   })
 
+  test('an instance reads only messages for recipients it wants (its sockets)', async () => {
+    const seen: string[] = []
+    b.signals.onMessage((msg, origin) => origin === 'remote' && seen.push(msg.messageId))
+    b.signals.wantRecipients((recipient) => recipient === key('Wanted'))
+    try {
+      const base: MessageRecord = {
+        messageId: '', senderKey: key('S'), recipientKey: '', contentType: 'application/json', body: '{}',
+        attachments: null, threadId: null, inReplyTo: null, metadata: null, status: 'sent', createdAt: T0, expiresAt: T0 + 60_000, deliveredAt: null,
+      }
+      const other = { ...base, messageId: 'msg_cluster_unwanted', recipientKey: key('Elsewhere') }
+      const wanted = { ...base, messageId: 'msg_cluster_wanted', recipientKey: key('Wanted') }
+      for (const m of [other, wanted]) {
+        await a.storage.messages.insert(m, [])
+        a.signals.messageCommitted(m)
+      }
+      await eventually(() => seen.includes('msg_cluster_wanted'))
+      await Bun.sleep(100)
+      expect(seen.filter((id) => id.startsWith('msg_cluster_') && id !== 'msg_cluster_1')).toEqual(['msg_cluster_wanted'])
+    } finally {
+      b.signals.wantRecipients(() => true)
+    }
+  })
+
   test('an agent gone on B is gone on A', async () => {
     const gone: string[] = []
     a.signals.onAgentGone((k, reason) => gone.push(`${k}:${reason}`))

@@ -31,6 +31,9 @@ export class LocalSignals implements Signals {
     this.goneListeners.push(listener)
   }
 
+  /** One process: every message is committed here, and handed over as it is; nothing to filter. */
+  wantRecipients(_filter: (recipientKey: string) => boolean): void {}
+
   onResync(listener: () => void): void {
     this.resyncListeners.push(listener)
   }

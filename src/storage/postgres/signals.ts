@@ -2,8 +2,8 @@
  * Signals between instances over PostgreSQL LISTEN/NOTIFY (Bun.SQL's `listen`/`notify`). An announcement
  * reaches this instance's listeners at once ('local') and is then sent as a small notice (the message id
  * or the agent key, and this instance's id) — after the commit, never inside the writing transaction.
- * Other instances read the message by id and hand it to their listeners as 'remote'; an instance skips
- * its own notices. When the listening connection drops, Bun reconnects and re-subscribes: then the resync
+ * Other instances that hold a socket of its recipient read the message by id and hand it to their
+ * listeners as 'remote'; an instance skips its own notices. When the listening connection drops, Bun reconnects and re-subscribes: then the resync
  * listeners run, since notices sent meanwhile are lost.
  */
 import type { SQL } from 'bun'
@@ -20,7 +20,7 @@ export const SIGNAL_CHANNEL = 'relay_signals'
  */
 const GONE_ECHO_MS = 5_000
 
-type Notice = { i: string; t: 'm'; id: string } | { i: string; t: 'g'; k: string; r: 'deleted' | 'suspended' }
+type Notice = { i: string; t: 'm'; id: string; r?: string } | { i: string; t: 'g'; k: string; r: 'deleted' | 'suspended' }
 type GoneListener = (publicKey: string, reason: 'deleted' | 'suspended') => void
 
 export class PostgresSignals implements Signals {
@@ -32,6 +32,7 @@ export class PostgresSignals implements Signals {
   private closed = false
   /** `key:reason` → when it was last sent or heard (performance.now()). */
   private readonly goneSeen = new Map<string, number>()
+  private wanted: (recipientKey: string) => boolean = () => true
 
   constructor(
     private readonly sql: SQL,
@@ -57,7 +58,11 @@ export class PostgresSignals implements Signals {
 
   messageCommitted(message: MessageRecord): void {
     for (const l of this.messageListeners) this.call(() => l(message, 'local'))
-    this.send({ i: this.instanceId, t: 'm', id: message.messageId })
+    this.send({ i: this.instanceId, t: 'm', id: message.messageId, r: message.recipientKey })
+  }
+
+  wantRecipients(filter: (recipientKey: string) => boolean): void {
+    this.wanted = filter
   }
 
   onMessage(listener: (message: MessageRecord, origin: 'local' | 'remote') => void): void {
@@ -119,6 +124,8 @@ export class PostgresSignals implements Signals {
       return
     }
     if (notice.t === 'm' && typeof notice.id === 'string') {
+      // a message for nobody connected here is not read (with N instances, each would read every message)
+      if (typeof notice.r === 'string' && !this.wanted(notice.r)) return
       this.messages
         .find(notice.id)
         .then((message) => {
