@@ -104,7 +104,9 @@ export function addressKey(address: string): string {
 /**
  * What is held: request bodies and WebSocket handshakes each have their own share per address, so a
  * host whose many agents reconnect their sockets at once does not starve its own requests (and the
- * reverse); over all clients they share one budget.
+ * reverse). Over all clients they share one budget, of which sockets may hold at most half: a
+ * reconnect storm after a restart (each handshake holds room for one unfinished frame) leaves the
+ * other half to requests.
  */
 export type HoldKind = 'body' | 'socket'
 
@@ -125,7 +127,7 @@ export class PreAuthHold {
   /** Holds `n` more bytes, or throws 429 (this address) / 503 (the relay) and holds nothing more. */
   take(n: number): void {
     if (this.released) throw new Error('pre-auth hold used after release')
-    this.budget.take(this.key, n)
+    this.budget.take(this.key, this.kind, n)
     this.bytes += n
   }
 
@@ -136,13 +138,14 @@ export class PreAuthHold {
   release(): void {
     if (this.released) return
     this.released = true
-    this.budget.give(this.key, this.bytes)
+    this.budget.give(this.key, this.kind, this.bytes)
     this.bytes = 0
   }
 }
 
 export class PreAuthBudget {
   private total = 0
+  private sockets = 0
   private readonly perAddress = new Map<string, number>()
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
 
@@ -197,7 +200,7 @@ export class PreAuthBudget {
   }
 
   /** @internal PreAuthHold.take; `key` is the hold's kind and address. */
-  take(key: string | null, n: number): void {
+  take(key: string | null, kind: HoldKind, n: number): void {
     const { memoryBytes, memoryPerAddressBytes } = this.limits
     const mine = key === null ? 0 : (this.perAddress.get(key) ?? 0)
     if (key !== null && memoryPerAddressBytes > 0 && mine + n > memoryPerAddressBytes) {
@@ -208,16 +211,18 @@ export class PreAuthBudget {
         { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
       )
     }
-    if (memoryBytes > 0 && this.total + n > memoryBytes) {
+    if (memoryBytes > 0 && (this.total + n > memoryBytes || (kind === 'socket' && this.sockets + n > memoryBytes / 2))) {
       throw new RelayError('service_unavailable', 'The relay is busy; retry shortly', { retry_after: BUSY_RETRY_AFTER_S }, { 'Retry-After': String(BUSY_RETRY_AFTER_S) })
     }
     this.total += n
+    if (kind === 'socket') this.sockets += n
     if (key !== null) this.perAddress.set(key, mine + n)
   }
 
   /** @internal PreAuthHold.release */
-  give(key: string | null, n: number): void {
+  give(key: string | null, kind: HoldKind, n: number): void {
     this.total -= n
+    if (kind === 'socket') this.sockets -= n
     if (key === null) return
     const left = (this.perAddress.get(key) ?? 0) - n
     if (left > 0) this.perAddress.set(key, left)

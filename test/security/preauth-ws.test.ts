@@ -57,7 +57,8 @@ test('a first frame over 4 KiB fails authentication (auth_result error, 4001) an
 })
 
 test('unauthenticated sockets count against the per-address and global budgets; authenticating releases', async () => {
-  const r = await start({ preauth: { memoryPerAddressBytes: 2 * MAX_FRAME_BYTES, memoryBytes: 3 * MAX_FRAME_BYTES } })
+  // sockets may hold half of the global budget: three unfinished frames here
+  const r = await start({ preauth: { memoryPerAddressBytes: 2 * MAX_FRAME_BYTES, memoryBytes: 6 * MAX_FRAME_BYTES } })
   const a = await probe(r.url)
   await probe(r.url)
   const perAddress = await handshake(r.port)
@@ -67,13 +68,17 @@ test('unauthenticated sockets count against the per-address and global budgets; 
 
   perAddress.connection.destroy()
 
-  // another address fits once, then the relay as a whole is full
+  // another address fits once, then the sockets' half of the relay's budget is full
   const other = await handshake(r.port, '127.0.0.2')
   expect(other.status).toBe(101)
   const full = await handshake(r.port, '127.0.0.3')
   expect(full.status).toBe(503)
   expect(full.answer?.json.error.code).toBe('service_unavailable')
   expect(Number(full.answer?.headers['retry-after'])).toBeGreaterThan(0)
+  // while request bodies still have the other half
+  const body = r.t.relay.preauth.open('127.0.0.4', 'body')
+  body.take(2 * MAX_FRAME_BYTES)
+  body.release()
   other.connection.destroy()
   await until(() => r.t.relay.preauth.heldBy('127.0.0.2', 'socket') === 0, 3000, 'closed socket released')
 
