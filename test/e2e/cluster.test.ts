@@ -4,7 +4,8 @@
  * would run. Whatever instance a request reaches, the relay behaves as one: a message sent through A
  * is pushed on B and polled on C, a request replayed to another instance is refused, rate limits and
  * per-agent socket counts hold over all of them, a webhook attempt is made once, and an instance killed
- * with -9 under load loses nothing it acknowledged.
+ * with -9 under load loses nothing it acknowledged. Then the README's example: nginx (deploy/nginx.conf)
+ * balancing the three, one of them dead.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -16,6 +17,9 @@ import { s3ServerRunner, startS3Server, type S3Server } from '../support/s3.ts'
 import { WebhookReceiver } from '../support/webhook-receiver.ts'
 import { until } from '../support/ws.ts'
 import { startBinary, tempDataDir, type RunningRelay } from './binary.ts'
+import { PROXIES, waitForPort } from '../proxy/proxies.ts'
+import { freePort } from '../support/binary.ts'
+import { requireProgram } from '../support/requires.ts'
 
 const node = s3ServerRunner('the cluster end-to-end test')
 const pgBin = postgresRunner('the cluster end-to-end test')
@@ -198,4 +202,33 @@ describe.skipIf(!available)('three relays on one PostgreSQL database and one buc
     expect(missing).toEqual([])
     onC.close()
   }, 90_000)
+  const nginx = PROXIES.find((p) => p.name === 'nginx')!
+  test.skipIf(!requireProgram('nginx', nginx.program, 'the cluster behind nginx test'))(
+    'behind nginx (deploy/nginx.conf balancing all three, one of them killed): sends, pushes and polls go through',
+    async () => {
+      const dir = tempDataDir()
+      dirs.push(dir)
+      const port = await freePort()
+      const proxy = await nginx.start(dir, port, [A.port, B.port, C.port])
+      try {
+        await waitForPort(port, proxy)
+        const front = { url: `http://127.0.0.1:${port}` } as RunningRelay
+        const recipient = generateKeyPair()
+        const pushed: MessageJson[] = []
+        const socket = await client(front, recipient).connect()
+        collect(socket, pushed)
+        const sender = generateKeyPair()
+        const ids: string[] = []
+        for (let i = 0; i < 20; i++) ids.push((await client(front, sender).send({ recipient_key: recipient.publicKey, body: { i } })).message_id)
+        await until(() => ids.every((id) => pushed.some((m) => m.message_id === id)), 10_000, 'every message pushed through nginx')
+        const polled = await client(front, recipient).poll({ limit: 50 })
+        expect(polled.messages.map((m) => m.message_id).sort()).toEqual([...ids].sort())
+        socket.close()
+      } finally {
+        proxy.kill('SIGTERM')
+        await proxy.exited
+      }
+    },
+    30_000,
+  )
 })

@@ -7,87 +7,17 @@
  * (never under CI=true).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { spawn, type Subprocess } from 'bun'
+import type { Subprocess } from 'bun'
 import { createHash } from 'node:crypto'
-import { chmodSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync, closeSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
+import { mkdirSync, openSync, readdirSync, rmSync, writeSync, closeSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateKeyPair, signRequest, signWsAuth } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
-import { ROOT, buildBinary, freePort, startBinary, type RunningBinary } from '../support/binary.ts'
+import { buildBinary, freePort, startBinary, type RunningBinary } from '../support/binary.ts'
 import { tempDir } from '../support/harness.ts'
 import { requireProgram } from '../support/requires.ts'
 import { rawRequest, startRecorder } from './raw-http.ts'
-
-/** Replaces `from` (string or pattern) in `text`, insisting that it occurs exactly once. */
-function swapOnce(text: string, from: string | RegExp, to: string): string {
-  const count = typeof from === 'string' ? text.split(from).length - 1 : (text.match(new RegExp(from.source, from.flags + 'g')) ?? []).length
-  if (count !== 1) throw new Error(`expected exactly one ${from} in the shipped configuration, found ${count}`)
-  return text.replace(from, to)
-}
-
-interface ProxyKind {
-  name: string
-  program: string | null
-  /** Starts the shipped configuration on 127.0.0.1:listen in front of 127.0.0.1:upstream. */
-  start(dir: string, listen: number, upstream: number): Promise<Subprocess>
-}
-
-const PROXIES: ProxyKind[] = [
-  {
-    name: 'nginx',
-    program: Bun.which('nginx') ?? Bun.which('nginx', { PATH: '/usr/sbin:/sbin' }),
-    async start(dir, listen, upstream) {
-      let site = readFileSync(join(ROOT, 'deploy/nginx.conf'), 'utf8')
-      site = swapOnce(site, 'server 127.0.0.1:8080;', `server 127.0.0.1:${upstream};`)
-      site = swapOnce(site, /server \{\n {4}listen 80;[\s\S]*?\n\}\n/, '') // the http → https redirect
-      site = swapOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${listen};`)
-      site = swapOnce(site, /\n {4}listen \[::\]:443 ssl http2;/, '')
-      site = swapOnce(site, /\n {4}ssl_certificate .*;\n {4}ssl_certificate_key .*;/, '')
-      for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
-        mkdirSync(join(dir, d), { recursive: true })
-        chmodSync(join(dir, d), 0o777) // workers run as an unprivileged user
-      }
-      chmodSync(dir, 0o755)
-      writeFileSync(join(dir, 'relay.conf'), site)
-      writeFileSync(
-        join(dir, 'nginx.conf'),
-        `worker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log warn;\nevents { worker_connections 256; }\n` +
-          `http {\n  access_log off;\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n  fastcgi_temp_path ${dir}/fastcgi;\n` +
-          `  uwsgi_temp_path ${dir}/uwsgi;\n  scgi_temp_path ${dir}/scgi;\n  include ${dir}/relay.conf;\n}\n`,
-      )
-      return spawn([this.program as string, '-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', 'daemon off;'], { stdout: 'ignore', stderr: 'pipe' })
-    },
-  },
-  {
-    name: 'caddy',
-    program: Bun.which('caddy'),
-    async start(dir, listen, upstream) {
-      let file = readFileSync(join(ROOT, 'deploy/Caddyfile'), 'utf8')
-      file = swapOnce(file, 'reverse_proxy 127.0.0.1:8080', `reverse_proxy 127.0.0.1:${upstream}`)
-      file = swapOnce(file, /^relay\.example\.org \{/m, `http://127.0.0.1:${listen} {`)
-      // global options for a test instance: no admin endpoint, no certificates
-      file = `{\n\tadmin off\n\tauto_https off\n}\n\n${file}`
-      writeFileSync(join(dir, 'Caddyfile'), file)
-      const env = { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir }
-      return spawn([this.program as string, 'run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], { env, stdout: 'ignore', stderr: 'pipe' })
-    },
-  },
-]
-
-async function waitForPort(port: number, proc: Subprocess): Promise<void> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`proxy exited with ${proc.exitCode}: ${await new Response(proc.stderr as ReadableStream).text()}`)
-    const up = await new Promise<boolean>((r) => {
-      const s = connect(port, '127.0.0.1', () => (s.end(), r(true)))
-      s.on('error', () => r(false))
-    })
-    if (up) return
-    if (Date.now() > deadline) throw new Error(`proxy not listening on ${port}`)
-    await Bun.sleep(50)
-  }
-}
+import { PROXIES, waitForPort } from './proxies.ts'
 
 /** Request targets a client may send raw, which the relay must see unchanged to verify signatures. */
 const TRICKY_TARGETS = [
