@@ -20,7 +20,7 @@ describe('defaults', () => {
     expect(c.timestampToleranceMs).toBe(300_000)
     expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120, requestsPerMin: 600, addressPerMin: 600, addressExempt: '127.0.0.0/8,::1', newAgentsPerHour: 100 })
     expect(c.admission).toEqual({ mode: 'open', maxAgents: 0 })
-    expect(c.preauth).toEqual({ memoryBytes: 48 * 1024 ** 2, memoryPerAddressBytes: 8 * 1024 ** 2, bodyTimeoutMs: 30_000, diskBytes: 256 * 1024 ** 2 })
+    expect(c.preauth).toEqual({ memoryBytes: 40 * 1024 ** 2, memoryPerAddressBytes: 8 * 1024 ** 2, bodyTimeoutMs: 30_000, diskBytes: 256 * 1024 ** 2 })
     expect(c.trustProxy).toBe(false)
     expect(c.blobs).toEqual({ store: '', maxSizeBytes: 100 * 1024 ** 2, quotaBytes: 1024 ** 3, totalQuotaBytes: 0, minFreeDiskBytes: 128 * 1024 ** 2, unattachedTtlMs: 86_400_000 })
     expect(c.messages.expiredRetentionMs).toBe(7 * 86_400_000)
