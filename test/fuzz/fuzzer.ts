@@ -341,8 +341,11 @@ export async function fuzzWs(wsUrl: string, now: () => number, opts: { seed: num
     return true
   }
 
-  const sockets = await Promise.all(agents.map((a) => open(a)))
-  for (const [i, s] of sockets.entries()) {
+  // one after another, as agents connect: handshakes at once would meet the relay's pre-auth budget
+  const sockets: Awaited<ReturnType<typeof open>>[] = []
+  for (const [i, a] of agents.entries()) {
+    const s = await open(a)
+    sockets.push(s)
     if (!(await until(() => s.texts.some((t) => t.includes('"auth_result"'))))) report.failures.push(`socket ${i}: no auth_result`)
   }
   const frame = (): string | Uint8Array => {
