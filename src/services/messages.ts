@@ -225,7 +225,8 @@ export class MessagesService {
   /** docs/protocol.md §4.3 step 6. A self-send is always accepted; an unknown recipient is accepted. */
   private async admit(senderKey: string, recipientKey: string): Promise<void> {
     if (recipientKey === senderKey) return
-    const recipient = await this.storage.messages.recipient(recipientKey)
+    // the agent record, as the authenticator reads it: served from the agent cache on the hot path
+    const recipient = await this.storage.agents.find(recipientKey)
     if (!recipient) return
     if (recipient.status === 'suspended') throw new RelayError('forbidden', 'The recipient is suspended')
     if (!(await this.acl.admits(recipientKey, recipient.inboxPolicy, senderKey))) {

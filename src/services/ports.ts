@@ -27,7 +27,6 @@ import type {
   InboxFilter,
   MessagePosition,
   MessageRecord,
-  RecipientInfo,
   TagCount,
   WebhookRecord,
 } from './models/records.ts'
@@ -72,7 +71,6 @@ export interface ExpireBatchResult {
 
 export interface MessageStore {
   find(messageId: string): Promise<MessageRecord | null>
-  recipient(publicKey: string): Promise<RecipientInfo | null>
   /** Inserts a message and its blob links; false (nothing written) when the id is taken. */
   insert(message: MessageRecord, blobIds: readonly string[]): Promise<boolean>
   /**

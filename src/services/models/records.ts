@@ -69,12 +69,6 @@ export interface InboxFilter {
   threadId?: string
 }
 
-/** What a send needs to know about its recipient; null for an unknown key. */
-export interface RecipientInfo {
-  status: AgentStatus
-  inboxPolicy: InboxPolicy
-}
-
 export type AclEntryType = 'allow' | 'block'
 
 export interface AclRecord {

@@ -1,4 +1,4 @@
-import type { InboxFilter, MessagePosition, MessageRecord, MessageStatus, RecipientInfo } from '../../services/models/records.ts'
+import type { InboxFilter, MessagePosition, MessageRecord, MessageStatus } from '../../services/models/records.ts'
 import type { ExpireBatchResult, MessageStore, SweepCursor } from '../../services/ports.ts'
 import { exec, one, rows, type Db } from './db.ts'
 import { isUniqueViolation } from './errors.ts'
@@ -31,10 +31,6 @@ export class PgMessageStore implements MessageStore {
 
   async find(messageId: string): Promise<MessageRecord | null> {
     return one<MessageRecord>(this.db, `SELECT ${COLUMNS} FROM messages WHERE message_id = $1`, [messageId])
-  }
-
-  async recipient(publicKey: string): Promise<RecipientInfo | null> {
-    return one<RecipientInfo>(this.db, `SELECT status, inbox_policy AS "inboxPolicy" FROM agents WHERE public_key = $1`, [publicKey])
   }
 
   async insert(m: MessageRecord, blobIds: readonly string[]): Promise<boolean> {

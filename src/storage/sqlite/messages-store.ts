@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'bun:sqlite'
-import type { InboxFilter, MessagePosition, MessageRecord, MessageStatus, RecipientInfo } from '../../services/models/records.ts'
+import type { InboxFilter, MessagePosition, MessageRecord, MessageStatus } from '../../services/models/records.ts'
 import type { ExpireBatchResult, MessageStore, SweepCursor } from '../../services/ports.ts'
 import { isUniqueViolation } from './errors.ts'
 
@@ -34,7 +34,6 @@ const VISIBLE_WHERE = `expires_at > $cutoff AND (status <> 'delivered' OR expire
 export class SqliteMessageStore implements MessageStore {
   private readonly listStatements = new Map<string, Statement<MessageRecord, any>>()
   private readonly byId: Statement<MessageRecord, [string]>
-  private readonly recipientStmt: Statement<RecipientInfo, [string]>
   private readonly insertStmt: Statement<unknown, any[]>
   private readonly linkBlobStmt: Statement<unknown, [string, string, number]>
   private readonly deliverOne: Statement<unknown, [number, string, string, number]>
@@ -50,7 +49,6 @@ export class SqliteMessageStore implements MessageStore {
   constructor(private readonly db: Database) {
     const c = db
     this.byId = c.prepare(`SELECT ${COLUMNS} FROM messages WHERE message_id = ?`)
-    this.recipientStmt = c.prepare(`SELECT status, inbox_policy AS inboxPolicy FROM agents WHERE public_key = ?`)
     this.insertStmt = c.prepare(`INSERT INTO messages (message_id, sender_key, recipient_key, content_type, body, attachments,
         thread_id, in_reply_to, metadata, status, created_at, expires_at, delivered_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -77,10 +75,6 @@ export class SqliteMessageStore implements MessageStore {
 
   async find(messageId: string): Promise<MessageRecord | null> {
     return this.byId.get(messageId)
-  }
-
-  async recipient(publicKey: string): Promise<RecipientInfo | null> {
-    return this.recipientStmt.get(publicKey)
   }
 
   async insert(m: MessageRecord, blobIds: readonly string[]): Promise<boolean> {
