@@ -17,6 +17,7 @@ import { RelayError } from '../../src/errors.ts'
 import { FakeClock } from '../../src/lib/clock.ts'
 import { BlobTooLargeError, type BlobStore, type ReceiveOptions, type StagedBlob } from '../../src/services/ports.ts'
 import { s3ServerRunner, startS3Server, type S3Server } from '../support/s3.ts'
+import { UPLOAD_CHUNK, uploadChunk } from './upload-body.ts'
 
 const MiB = 1024 * 1024
 const HOUR_MS = 60 * 60 * 1000
@@ -413,28 +414,18 @@ for (const impl of [local, s3]) {
     })
 
     test('a 100 MiB upload streams through: peak RSS grows by at most 64 MiB, the bytes arrive whole', async () => {
-      // the store runs alone in a child process fed on its standard input, so that the kernel's
-      // high-water mark (VmHWM) is the store's peak, not the test runner's garbage
+      // the store runs alone in a child process that generates the body as the store reads it, so that
+      // the kernel's high-water mark (VmHWM) is the store's peak, not the test runner's garbage
       const s = await subject()
       const SIZE = 100 * MiB
-      const CHUNK = 256 * 1024
       const target = impl.name === 'directory' ? mkdtempSync(join(tmpdir(), 'relay-blob-rss-')) : (server as S3Server).url(`rss-${++prefixes}/`)
-      const child = Bun.spawn([process.execPath, join(import.meta.dir, 'upload-rss-child.ts'), impl.name, target], {
-        stdin: 'pipe',
+      const child = Bun.spawn([process.execPath, join(import.meta.dir, 'upload-rss-child.ts'), impl.name, target, String(SIZE)], {
         stdout: 'pipe',
         stderr: 'pipe',
         env: { ...process.env, ...(server?.env ?? {}) },
       })
       const expected = new Bun.CryptoHasher('sha256')
-      const chunk = new Uint8Array(CHUNK)
-      for (let sent = 0; sent < SIZE; sent += CHUNK) {
-        chunk.fill(sent / CHUNK)
-        new DataView(chunk.buffer).setFloat64(8, Math.random())
-        expected.update(chunk)
-        child.stdin.write(chunk)
-        await child.stdin.flush()
-      }
-      await child.stdin.end()
+      for (let i = 0; i < SIZE / UPLOAD_CHUNK; i++) expected.update(uploadChunk(i))
       const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
       expect({ code, err: code === 0 ? '' : err }).toEqual({ code: 0, err: '' })
       const report = JSON.parse(out) as { hashHex: string; size: number; baselineKiB: number; peakKiB: number }

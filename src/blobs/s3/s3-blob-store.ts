@@ -248,15 +248,21 @@ export class S3BlobStore implements BlobStore {
    * bucket and the endpoint when the store cannot be used.
    */
   async check(): Promise<void> {
-    const err = await this.probe(async () => {
-      try {
-        await this.client.list({ prefix: this.location.prefix, maxKeys: 1 })
-      } catch (e) {
-        return e ?? new Error('unknown failure')
-      }
-      return this.probeWrite()
-    })
-    if (err !== null) throw new Error(`blob store ${this.name} cannot be used: ${reasonOf(err)}`)
+    let err: unknown = null
+    // a store that answers but fails once (an internal error, a throttled request) gets two more tries
+    for (const pause of [0, 250, 750]) {
+      if (pause) await new Promise((r) => setTimeout(r, pause))
+      err = await this.probe(async () => {
+        try {
+          await this.client.list({ prefix: this.location.prefix, maxKeys: 1 })
+        } catch (e) {
+          return e ?? new Error('unknown failure')
+        }
+        return this.probeWrite()
+      })
+      if (err === null) return
+    }
+    throw new Error(`blob store ${this.name} cannot be used: ${reasonOf(err)}`)
   }
 
   // --- for BucketSink ---
