@@ -1,0 +1,77 @@
+/**
+ * A SQLite relay with something of everything in it, built through the relay's own HTTP API: agents
+ * with profiles and tags (one suspended), messages sent, delivered and expired, attachments, ACL entries,
+ * a webhook with a pending delivery, the admission allowlist, and the replay window of every request.
+ */
+import { randomBytes } from 'node:crypto'
+import type { RelayClient } from '../../src/client/index.ts'
+import { startTestRelay, type TestRelay } from '../support/harness.ts'
+
+export interface SeededRelay {
+  t: TestRelay
+  alice: RelayClient
+  bob: RelayClient
+  carol: RelayClient
+  /** Message ids by status. */
+  sent: string[]
+  delivered: string[]
+  expired: string[]
+  /** Blob ids and the bytes of each. */
+  blobs: Map<string, Uint8Array>
+  suspended: string
+}
+
+export async function seedRelay(dataDir?: string): Promise<SeededRelay> {
+  const t = await startTestRelay(
+    { rateLimits: { sendPerMin: 0, pollPerMin: 0 }, webhooks: { allowPrivateTargets: true } },
+    dataDir ? { dataDir } : {},
+  )
+  const alice = t.client()
+  const bob = t.client()
+  const carol = t.client()
+  await alice.updateProfile({ display_name: 'Alice Translator', visibility: 'public', capabilities: [{ name: 'translate', description: 'French to English', tags: ['language', 'fr'] }], metadata: { team: 'a' } })
+  await bob.updateProfile({ display_name: 'Bob', visibility: 'public', capabilities: [{ name: 'summarize', tags: ['text'] }, { name: 'translate', tags: ['language'] }] })
+  await carol.updateProfile({ display_name: 'Carol', inbox_policy: 'allowlist' })
+
+  const blobs = new Map<string, Uint8Array>()
+  for (const size of [0, 1, 5000, 300_000]) {
+    const bytes = new Uint8Array(randomBytes(size))
+    const b = await alice.uploadBlob(bytes, { contentType: 'application/octet-stream' })
+    blobs.set(b.blob_id, bytes)
+  }
+  // the same bytes twice: two records, one content
+  const again = await bob.uploadBlob(blobs.values().next().value!, { contentType: 'text/plain' })
+  blobs.set(again.blob_id, blobs.values().next().value!)
+  const ids = [...blobs.keys()]
+
+  const sent: string[] = []
+  const delivered: string[] = []
+  const expired: string[] = []
+  const m1 = await alice.send({ recipient_key: bob.publicKey, body: { text: 'héllo ✓', n: 1.5 }, thread_id: 'thr-1', attachments: [{ blob_id: ids[2] }, { blob_id: ids[3] }] })
+  const m2 = await bob.send({ recipient_key: alice.publicKey, body: { text: 'reply' }, thread_id: 'thr-1', in_reply_to: m1.message_id, metadata: { k: 'v' } })
+  expired.push((await alice.send({ recipient_key: bob.publicKey, body: { text: 'short' }, expires_in: 60 })).message_id)
+  // bob reads his inbox: m1 and the short one are delivered, then the short one expires
+  await bob.poll({})
+  delivered.push(m1.message_id)
+  const m3 = await alice.send({ recipient_key: bob.publicKey, body: { text: 'later' }, expires_in: 60 })
+  t.clock.advance(61_000)
+  await t.relay.scheduler.runNow('expire-messages')
+  expired.push(m3.message_id)
+  sent.push(m2.message_id)
+  sent.push((await bob.send({ recipient_key: alice.publicKey, content_type: 'text/plain', body: 'plain text' })).message_id)
+
+  // ACLs
+  await carol.acl.put(alice.publicKey, 'allow')
+  await bob.acl.put(carol.publicKey, 'block')
+  await alice.acl.put(carol.publicKey, 'allow')
+
+  // a webhook and a message it has not delivered yet (no jobs run here)
+  await carol.setWebhook('http://127.0.0.1:9/hook', randomBytes(32).toString('base64url'))
+  sent.push((await alice.send({ recipient_key: carol.publicKey, body: { text: 'to the hook' }, attachments: [{ blob_id: ids[0] }] })).message_id)
+
+  // operator actions
+  await t.relay.admission.allow(alice.publicKey, 'first')
+  const suspended = t.client().publicKey
+  await t.relay.storage.agents.suspend(suspended, 'spam', t.clock.now())
+  return { t, alice, bob, carol, sent, delivered, expired, blobs, suspended }
+}
