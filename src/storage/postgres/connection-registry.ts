@@ -1,0 +1,90 @@
+/**
+ * Open WebSockets per agent counted over every instance (table ws_connections). Each instance refreshes
+ * the heartbeat of its rows on a timer; rows whose heartbeat is older than three intervals belong to an
+ * instance that died and no longer count (and are cleared). `tryAdd` is atomic per agent: it holds a
+ * transaction-scoped advisory lock on the agent's key while it counts and inserts.
+ */
+import type { SQL } from 'bun'
+import type { Clock } from '../../lib/clock.ts'
+import type { Logger } from '../../lib/logger.ts'
+import type { ConnectionRegistry } from '../../services/ports.ts'
+import { exec, one } from './db.ts'
+import { mapPostgresError } from './errors.ts'
+
+export const DEFAULT_HEARTBEAT_MS = 5_000
+
+export class PostgresConnectionRegistry implements ConnectionRegistry {
+  private timer: ReturnType<typeof setInterval> | null = null
+  private readonly staleMs: number
+
+  constructor(
+    private readonly sql: SQL,
+    readonly instanceId: string,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    readonly heartbeatMs: number = DEFAULT_HEARTBEAT_MS,
+  ) {
+    this.staleMs = 3 * heartbeatMs
+  }
+
+  /** Starts the heartbeat timer. */
+  start(): void {
+    if (this.timer) return
+    this.timer = setInterval(() => {
+      this.heartbeat(this.clock.now()).catch((err) => this.logger.warn('connection heartbeat failed', { error: String(err) }))
+    }, this.heartbeatMs)
+    this.timer.unref?.()
+  }
+
+  async tryAdd(publicKey: string, connectionId: string, limit: number, now: number): Promise<boolean> {
+    try {
+      return await this.sql.begin(async (tx) => {
+        await tx.unsafe('SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.ws:${publicKey}`])
+        const row = await one<{ n: number }>(
+          tx,
+          'SELECT count(*)::int AS n FROM ws_connections WHERE public_key = $1 AND heartbeat_at > $2 AND NOT (connection_id = $3 AND instance_id = $4)',
+          [publicKey, now - this.staleMs, connectionId, this.instanceId],
+        )
+        if ((row?.n ?? 0) >= limit) return false
+        await exec(
+          tx,
+          `INSERT INTO ws_connections (public_key, connection_id, instance_id, heartbeat_at) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (public_key, connection_id) DO UPDATE SET instance_id = excluded.instance_id, heartbeat_at = excluded.heartbeat_at`,
+          [publicKey, connectionId, this.instanceId, now],
+        )
+        return true
+      })
+    } catch (err) {
+      throw mapPostgresError(err)
+    }
+  }
+
+  async remove(publicKey: string, connectionId: string): Promise<void> {
+    await exec(this.sql, 'DELETE FROM ws_connections WHERE public_key = $1 AND connection_id = $2 AND instance_id = $3', [
+      publicKey,
+      connectionId,
+      this.instanceId,
+    ]).catch((err) => Promise.reject(mapPostgresError(err)))
+  }
+
+  /** Keeps this instance's rows counted, and clears the rows of instances whose heartbeat lapsed. */
+  async heartbeat(now: number): Promise<void> {
+    try {
+      await exec(this.sql, 'UPDATE ws_connections SET heartbeat_at = $1 WHERE instance_id = $2', [now, this.instanceId])
+      await exec(this.sql, 'DELETE FROM ws_connections WHERE heartbeat_at <= $1 AND instance_id <> $2', [now - this.staleMs, this.instanceId])
+    } catch (err) {
+      throw mapPostgresError(err)
+    }
+  }
+
+  /** Stops the heartbeat and forgets this instance's connections (they close with it). */
+  async close(opts: { forget?: boolean } = {}): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+    if (opts.forget !== false) {
+      await exec(this.sql, 'DELETE FROM ws_connections WHERE instance_id = $1', [this.instanceId]).catch((err) =>
+        this.logger.warn('clearing connections at close failed', { error: String(err) }),
+      )
+    }
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Opens cluster-mode storage: connects to PostgreSQL, applies the embedded migrations (once, however
+ * many instances start together), and returns the storage with cross-instance signals and connection
+ * counts. `storage.close()` stops both and ends the pool.
+ */
+import { SQL } from 'bun'
+import { randomUUID } from 'node:crypto'
+import type { Clock } from '../../lib/clock.ts'
+import type { Logger } from '../../lib/logger.ts'
+import type { OpenedStorage } from '../open-storage.ts'
+import { PostgresConnectionRegistry } from './connection-registry.ts'
+import { migrate } from './migrate.ts'
+import { PostgresSignals } from './signals.ts'
+import { PostgresStorage } from './postgres-storage.ts'
+
+/** postgres://user@host:port/db — the URL without its password or parameters, for messages. */
+export function describeDatabase(url: string): string {
+  try {
+    const u = new URL(url)
+    const user = u.username ? `${decodeURIComponent(u.username)}@` : ''
+    return `postgres://${user}${u.hostname}:${u.port || '5432'}${u.pathname || '/'}`
+  } catch {
+    return 'postgres://(unparsable URL)'
+  }
+}
+
+function reason(err: unknown, url: string): string {
+  const e = err as { message?: unknown; code?: unknown }
+  let text = typeof e?.message === 'string' && e.message ? e.message : String(err)
+  if (typeof e?.code === 'string' && !text.includes(e.code)) text = `${text} (${e.code})`
+  try {
+    const password = decodeURIComponent(new URL(url).password)
+    if (password) text = text.split(password).join('***')
+  } catch {
+    // not a URL: nothing to hide
+  }
+  return text.replace(/\s+/g, ' ').trim()
+}
+
+export async function openPostgres(
+  url: string,
+  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number },
+): Promise<OpenedStorage> {
+  const sql = new SQL({
+    url,
+    max: opts.tool ? 2 : 20,
+    connectionTimeout: 10,
+    idleTimeout: 60,
+    // a statement waiting on a row lock longer than this fails (mapped to 503 with Retry-After)
+    connection: { lock_timeout: `${Math.max(1, Math.round(opts.lockWaitMs))}ms`, application_name: opts.tool ? 'relay-admin' : 'relay' },
+  })
+  try {
+    await sql.unsafe('SELECT 1')
+  } catch (err) {
+    await sql.close().catch(() => {})
+    throw new Error(`database ${describeDatabase(url)} is unreachable: ${reason(err, url)}`)
+  }
+  try {
+    const applied = await migrate(sql)
+    if (applied > 0) opts.logger.info('database migrated', { migrations: applied })
+  } catch (err) {
+    await sql.close().catch(() => {})
+    throw new Error(`database ${describeDatabase(url)} could not be migrated: ${reason(err, url)}`)
+  }
+  const instanceId = randomUUID()
+  const connections = new PostgresConnectionRegistry(sql, instanceId, opts.clock, opts.logger, opts.heartbeatMs)
+  let signals: PostgresSignals | null = null
+  const storage = new PostgresStorage(sql, {
+    logger: opts.logger,
+    onClose: [async () => signals?.close(), async () => connections.close()],
+  })
+  signals = new PostgresSignals(sql, instanceId, storage.messages, opts.logger)
+  if (!opts.tool) {
+    try {
+      await signals.start()
+    } catch (err) {
+      await storage.close().catch(() => {})
+      throw new Error(`database ${describeDatabase(url)} is unreachable: ${reason(err, url)}`)
+    }
+    connections.start()
+  }
+  return { storage, signals, connections }
+}

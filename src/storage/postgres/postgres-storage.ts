@@ -1,0 +1,203 @@
+/**
+ * Cluster mode: every storage port on one PostgreSQL database that several relay instances share. Reads
+ * outside a transaction run on the pool and see committed data; a write of several statements runs in a
+ * transaction of its own; `transaction` is one real PostgreSQL transaction with the stores bound to it.
+ * Driver failures leave every method mapped (errors.ts): unreachable → 503, disk full → 507.
+ */
+import type { SQL } from 'bun'
+import type { Logger } from '../../lib/logger.ts'
+import type { Storage, Stores } from '../../services/ports.ts'
+import { PgAclStore } from './acl-store.ts'
+import { PgAdmissionStore } from './admission-store.ts'
+import { PgAgentCache, PgAgentStore } from './agents-store.ts'
+import { PgBlobRecordStore } from './blobs-store.ts'
+import { PgDiscoveryStore } from './discovery-store.ts'
+import { mapPostgresError } from './errors.ts'
+import { PgMessageStore } from './messages-store.ts'
+import { PgRateStore } from './rate-store.ts'
+import { PgReplayStore } from './replay-store.ts'
+import { PgStateStore } from './state-store.ts'
+import { PgStatsStore } from './stats-store.ts'
+import { PgWebhookStore } from './webhooks-store.ts'
+
+export interface PostgresStorageOptions {
+  logger: Logger
+  /** Run at close, before the pool ends (signals, connection registry). */
+  onClose?: (() => Promise<void>)[]
+}
+
+/**
+ * The methods that run several statements or lock rows: at the top level each runs in a transaction of
+ * its own. Every other method is one statement, atomic on the pool.
+ */
+const TX_WRITES: { [K in keyof Stores]?: readonly string[] } & { admission?: readonly string[] } = {
+  agents: ['updateProfile'],
+  messages: ['insert', 'expireBatch'],
+  blobs: ['claimContent', 'markContentDeleting'],
+  webhooks: ['delete', 'claimDue', 'addFailure', 'removeFor'],
+  admission: ['allow', 'revoke'],
+}
+
+type TxStores = Stores & { admission: PgAdmissionStore }
+
+/** Every method of `store` with driver errors mapped; those named in `inTx` run in a transaction of their own. */
+function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
+  const out: Record<string, unknown> = {}
+  const proto = Object.getPrototypeOf(store) as Record<string, unknown>
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    if (name === 'constructor' || typeof proto[name] !== 'function') continue
+    if (inTx.includes(name)) {
+      out[name] = (...args: unknown[]) => run((tx) => (pick(tx) as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args))
+    } else {
+      const method = (proto[name] as (...a: unknown[]) => unknown).bind(store)
+      out[name] = (...args: unknown[]) => {
+        const result = method(...args)
+        return result instanceof Promise ? result.catch((err) => Promise.reject(mapPostgresError(err))) : result
+      }
+    }
+  }
+  return out as S
+}
+
+/** Every async method of `target` with driver errors mapped. */
+function mapped<S extends object>(target: S): S {
+  return topLevel(target, [], () => Promise.resolve(), () => target)
+}
+
+export class PostgresStorage implements Storage {
+  readonly kind = 'postgres'
+  readonly agents
+  readonly messages
+  readonly acl
+  readonly blobs
+  readonly webhooks
+  readonly state
+  readonly admission
+  readonly replay
+  readonly rates
+  readonly discovery
+  readonly stats
+  readonly cache = new PgAgentCache()
+  private closed = false
+  private probes = 0
+  private readonly stat = { commits: 0, rollbacks: 0 }
+
+  constructor(
+    readonly sql: SQL,
+    private readonly opts: PostgresStorageOptions,
+  ) {
+    const run = (fn: (tx: TxStores) => Promise<unknown>) => this.run(fn)
+    this.agents = topLevel(new PgAgentStore(sql, this.cache, false), TX_WRITES.agents ?? [], run, (t) => t.agents)
+    this.messages = topLevel(new PgMessageStore(sql), TX_WRITES.messages ?? [], run, (t) => t.messages)
+    this.acl = topLevel(new PgAclStore(sql), [], run, (t) => t.acl)
+    this.blobs = topLevel(new PgBlobRecordStore(sql), TX_WRITES.blobs ?? [], run, (t) => t.blobs)
+    this.webhooks = topLevel(new PgWebhookStore(sql), TX_WRITES.webhooks ?? [], run, (t) => t.webhooks)
+    this.state = topLevel(new PgStateStore(sql), [], run, (t) => t.state)
+    this.admission = topLevel(new PgAdmissionStore(sql), TX_WRITES.admission ?? [], run, (t) => t.admission)
+    this.replay = mapped(new PgReplayStore(sql))
+    this.rates = mapped(new PgRateStore(sql))
+    this.discovery = mapped(new PgDiscoveryStore(sql))
+    this.stats = mapped(new PgStatsStore(sql))
+  }
+
+  transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
+    return this.run(fn)
+  }
+
+  /** One PostgreSQL transaction; cached agent rows its writes touched are dropped again after the commit. */
+  private async run<T>(fn: (tx: TxStores) => Promise<T>): Promise<T> {
+    const afterCommit: (() => void)[] = []
+    try {
+      const value = await this.sql.begin(async (db) => {
+        const tx: TxStores = {
+          agents: new PgAgentStore(db, this.cache, true, (step) => afterCommit.push(step)),
+          messages: new PgMessageStore(db),
+          acl: new PgAclStore(db),
+          blobs: new PgBlobRecordStore(db),
+          webhooks: new PgWebhookStore(db),
+          state: new PgStateStore(db),
+          admission: new PgAdmissionStore(db),
+        }
+        return fn(tx)
+      })
+      this.stat.commits++
+      for (const step of afterCommit) step()
+      return value as T
+    } catch (err) {
+      this.stat.rollbacks++
+      for (const step of afterCommit) step()
+      throw mapPostgresError(err)
+    }
+  }
+
+  /**
+   * Runs `fn` while holding a session advisory lock named after the job on a reserved connection: one
+   * instance (and one run) at a time per job; `ran: false` when another holds it.
+   */
+  async exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    let conn: Awaited<ReturnType<SQL['reserve']>>
+    try {
+      conn = await this.sql.reserve()
+    } catch (err) {
+      throw mapPostgresError(err)
+    }
+    try {
+      const [row] = await conn.unsafe(`SELECT pg_try_advisory_lock(hashtext($1)) AS ok`, [`relay.job:${job}`])
+      if (!row?.ok) return { ran: false }
+      try {
+        return { ran: true, value: await fn() }
+      } finally {
+        await conn.unsafe(`SELECT pg_advisory_unlock(hashtext($1))`, [`relay.job:${job}`]).catch(() => conn.close().catch(() => {}))
+      }
+    } catch (err) {
+      throw mapPostgresError(err)
+    } finally {
+      await conn.release().catch(() => {})
+    }
+  }
+
+  async health() {
+    const t0 = performance.now()
+    try {
+      await this.sql.unsafe('SELECT 1')
+    } catch (err) {
+      return { status: 'down' as const, engine: 'postgres', error: String((err as Error).message ?? err) }
+    }
+    return {
+      status: 'ok' as const,
+      engine: 'postgres',
+      latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
+      commits: this.stat.commits,
+      rollbacks: this.stat.rollbacks,
+    }
+  }
+
+  /** Whether a write goes through now (answered within about a second). */
+  async ready(): Promise<string | null> {
+    const probe = this.state.setNumber(`ready_probe`, ++this.probes)
+    const timeout = new Promise<'late'>((r) => setTimeout(() => r('late'), 1000).unref?.())
+    try {
+      const outcome = await Promise.race([probe, timeout])
+      if (outcome === 'late') {
+        probe.catch(() => {})
+        return 'database does not answer'
+      }
+      return null
+    } catch (err) {
+      return `database not writable: ${(err as Error).message}`
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const step of this.opts.onClose ?? []) {
+      try {
+        await step()
+      } catch (err) {
+        this.opts.logger.warn('closing the database link failed', { error: String(err) })
+      }
+    }
+    await this.sql.close({ timeout: 5 })
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * A real PostgreSQL server for tests: Debian's postgresql binaries, run as the `postgres` user (initdb
+ * refuses root) in a temp directory that user owns, on a free port of 127.0.0.1, fsync off. Suites get
+ * a fresh database each with `createDatabase`. Without the binaries `findPostgres()` is null and the
+ * suite skips with one line (under CI=true it fails: see requires.ts).
+ */
+import { SQL } from 'bun'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export interface TestPostgres {
+  /** postgres://postgres@127.0.0.1:port/postgres */
+  url: string
+  port: number
+  /** A new, empty database; returns its URL. */
+  createDatabase(name: string): Promise<string>
+  /** Stops the server (the data directory is kept until `remove`). */
+  stop(): Promise<void>
+  /** Starts it again on the same port and data. */
+  start(): Promise<void>
+  /** Stops the server and removes its data. */
+  remove(): Promise<void>
+}
+
+/** The bin directory of the newest installed PostgreSQL, or null. */
+export function findPostgres(): string | null {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return null
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a))
+  return versions.length ? join(root, versions[0], 'bin') : null
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function asPostgres(args: string[]): string[] {
+  return process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...args] : args
+}
+
+async function run(args: string[]): Promise<void> {
+  const proc = Bun.spawn(asPostgres(args), { stdout: 'pipe', stderr: 'pipe' })
+  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  if (code !== 0) throw new Error(`${args[0]} failed (${code}): ${err || out}`)
+}
+
+export async function startPostgres(bin: string): Promise<TestPostgres> {
+  const dir = mkdtempSync(join(tmpdir(), 'relay-pg-'))
+  chmodSync(dir, 0o777)
+  const data = join(dir, 'data')
+  const chown = Bun.spawnSync(['chown', 'postgres:postgres', dir])
+  if (process.getuid?.() === 0 && chown.exitCode !== 0) throw new Error(`chown ${dir} failed`)
+  await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '--locale=C.UTF-8', '--encoding=UTF8'])
+  const port = await freePort()
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`
+  const start = async () => {
+    await run([
+      join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', 'start',
+      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
+    ])
+  }
+  const stop = async () => {
+    await run([join(bin, 'pg_ctl'), '-D', data, '-w', '-t', '30', '-m', 'immediate', 'stop']).catch(() => {})
+  }
+  await start()
+  let counter = 0
+  return {
+    url,
+    port,
+    async createDatabase(name: string) {
+      const db = `${name.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${++counter}_${process.pid}`
+      const admin = new SQL({ url, max: 1 })
+      try {
+        await admin.unsafe(`CREATE DATABASE "${db}"`)
+      } finally {
+        await admin.close()
+      }
+      return `postgres://postgres@127.0.0.1:${port}/${db}`
+    },
+    stop,
+    start,
+    async remove() {
+      await stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
