@@ -15,8 +15,10 @@ import { systemClock } from '../lib/clock.ts'
 import { createLogger } from '../lib/logger.ts'
 import { dataPaths } from '../relay.ts'
 import type { BlobStore } from '../services/ports.ts'
+import { describeDatabase, openPostgres } from '../storage/postgres/open-postgres.ts'
 import { MIGRATION_JOURNAL } from '../storage/sqlite/embedded-migrations.ts'
 import { copyBlobs, type BlobsCopyResult } from '../storage/transfer/blob-copy.ts'
+import { rebuildSearchWords } from '../storage/transfer/search-words.ts'
 import { copyTables, DEFAULT_BATCH_ROWS, type TablesCopyResult } from '../storage/transfer/table-copy.ts'
 import { UsageError } from './args.ts'
 import { processHolding } from './data-dir.ts'
@@ -51,6 +53,8 @@ export interface MigrationReport {
     maintained_by_target: boolean
   }[]
   skipped_tables: { table: string; reason: string }[]
+  /** The target's search words, rebuilt for the copied agents (null when the target keeps none). */
+  search_words: { agents: number; words: number } | null
   blobs: {
     copied_to: string | null
     /** Where the bytes are when they were not copied (no --blobs). */
@@ -67,19 +71,11 @@ export interface MigrationReport {
 }
 
 /** The target's schema, created or brought up to date by the PostgreSQL storage's own migrations. */
-export const prepareTarget: PrepareTarget = async () => {
-  throw new Error('PostgreSQL storage is not built into this relay')
-}
-
-/** `postgres://user@host:port/db`: the target named without its password. */
-export function describeDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    const user = u.username ? `${decodeURIComponent(u.username)}@` : ''
-    return `${u.protocol}//${user}${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`
-  } catch {
-    return 'postgres://(unparsable URL)'
-  }
+export const prepareTarget: PrepareTarget = async (url, config) => {
+  // migration notes go to stderr: stdout carries the report only
+  const logger = createLogger('warn', (line) => process.stderr.write(line + '\n'))
+  const opened = await openPostgres(url, { logger, clock: systemClock, lockWaitMs: Math.max(config.database.lockWaitMs, 5000), tool: true })
+  await opened.storage.close()
 }
 
 /**
@@ -112,7 +108,7 @@ export async function migrate(positionals: string[], flags: Record<string, strin
   const holder = processHolding([paths.database, `${paths.database}-wal`])
   if (holder !== null) throw new Error(`${paths.database} is open in process ${holder} (a relay still running?): stop the relay, then migrate`)
 
-  const targetName = describeDatabaseUrl(to)
+  const targetName = describeDatabase(to)
   progress(`preparing ${targetName}`)
   await deps.prepareTarget(to, config)
   const target = new SQL(to, { max: 2, idleTimeout: 0, connectionTimeout: 10 })
@@ -132,12 +128,14 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     source.run('BEGIN')
     progress(`copying ${paths.database} into ${targetName}`)
     const tables = await copyTables(source, target, { batchRows, progress })
+    const words = await rebuildSearchWords(source, target)
+    if (words) progress(`search words: ${words.words} new for ${words.agents} agents`)
     const wanted = wantedContents(source)
     progress(targetBlobs ? `copying ${wanted.size} blob contents into ${flags.blobs}` : `checking ${wanted.size} blob contents (bytes are not copied without --blobs)`)
     const blobs = await copyBlobs(sourceBlobs, targetBlobs, wanted, { progress })
     source.run('COMMIT')
 
-    const report = buildReport({ paths, targetName, blobsUrl: flags.blobs ?? null, sourceBlobs, config, tables, blobs, seconds: (performance.now() - startedAt) / 1000 })
+    const report = buildReport({ paths, targetName, blobsUrl: flags.blobs ?? null, sourceBlobs, config, tables, words, blobs, seconds: (performance.now() - startedAt) / 1000 })
     deps.stdout.write(flags.json === 'true' ? JSON.stringify(report, null, 2) + '\n' : formatReport(report))
     if (!report.ok) {
       const [first] = report.mismatches
@@ -170,6 +168,7 @@ function buildReport(a: {
   sourceBlobs: BlobStore
   config: Config
   tables: TablesCopyResult
+  words: { agents: number; words: number } | null
   blobs: BlobsCopyResult
   seconds: number
 }): MigrationReport {
@@ -190,6 +189,7 @@ function buildReport(a: {
       maintained_by_target: t.maintainedByTarget ?? false,
     })),
     skipped_tables: a.tables.skipped,
+    search_words: a.words,
     blobs: {
       copied_to: a.blobsUrl,
       left_in: a.blobsUrl ? null : (a.config.blobs.store || a.paths.blobs),
@@ -217,6 +217,7 @@ function formatReport(r: MigrationReport): string {
   )
   const rows = r.tables.filter((t) => !t.maintained_by_target)
   lines.push(`rows: ${rows.reduce((n, t) => n + t.source_rows, 0)} in the source, ${rows.reduce((n, t) => n + t.copied, 0)} copied, ${rows.reduce((n, t) => n + t.already_present, 0)} already there`)
+  if (r.search_words) lines.push(`search words: rebuilt for ${r.search_words.agents} agents (${r.search_words.words} new)`)
   const skipped = new Map<string, string[]>()
   for (const s of r.skipped_tables) skipped.set(s.reason, [...(skipped.get(s.reason) ?? []), s.table])
   for (const [reason, names] of skipped) lines.push(`not copied: ${names.join(', ')} (${reason})`)

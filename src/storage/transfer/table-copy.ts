@@ -236,12 +236,16 @@ async function primaryKey(target: SQL, table: string): Promise<string[]> {
   return rows.map((r) => r.column_name)
 }
 
-/** Whether a trigger function of the target writes `table` (it then derives the table from other rows). */
+/**
+ * Whether a function of the target's schema writes `table`: trigger functions (or what they call) that
+ * derive it from the rows copied into other tables.
+ */
 async function maintainedByTriggers(target: SQL, table: string): Promise<boolean> {
   const rows: { n: string | number }[] = await target.unsafe(
-    `SELECT count(*) AS n FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
-      WHERE NOT t.tgisinternal AND t.tgrelid <> to_regclass($1) AND p.prosrc ~* $2`,
-    [quote(table), `\\m${table}\\M`],
+    `SELECT count(*) AS n FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = current_schema() AND p.prosrc ~* $1
+        AND EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal)`,
+    [`(insert\\s+into|update|delete\\s+from)\\s+("?)${table}\\2\\M`],
   )
   return Number(rows[0]?.n ?? 0) > 0
 }
