@@ -8,12 +8,15 @@ import { SQL } from 'bun'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { requireProgram } from './requires.ts'
 
 export interface TestPostgres {
   /** postgres://postgres@127.0.0.1:port/postgres */
   url: string
   port: number
+  /** The server's data directory. */
+  dataDir: string
   /** A new, empty database; returns its URL. */
   createDatabase(name: string): Promise<string>
   /** Stops the server (the data directory is kept until `remove`). */
@@ -67,17 +70,18 @@ export async function startPostgres(bin: string): Promise<TestPostgres> {
   const start = async () => {
     await run([
       join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', 'start',
-      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
+      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`,
     ])
   }
   const stop = async () => {
-    await run([join(bin, 'pg_ctl'), '-D', data, '-w', '-t', '30', '-m', 'immediate', 'stop']).catch(() => {})
+    await run([join(bin, 'pg_ctl'), '-D', data, '-w', '-t', '30', '-m', 'fast', 'stop']).catch(() => {})
   }
   await start()
   let counter = 0
   return {
     url,
     port,
+    dataDir: data,
     async createDatabase(name: string) {
       const db = `${name.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${++counter}_${process.pid}`
       const admin = new SQL({ url, max: 1 })
@@ -95,4 +99,26 @@ export async function startPostgres(bin: string): Promise<TestPostgres> {
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/** The PostgreSQL bin directory, or null after one line saying the suite is skipped (under CI=true: throws). */
+export function postgresRunner(purpose: string): string | null {
+  const bin = findPostgres()
+  return requireProgram('postgresql', bin, purpose) ? bin : null
+}
+
+let shared: Promise<TestPostgres> | null = null
+
+/** One server for every suite of this test process that only needs databases; stopped when the process exits. */
+export function sharedPostgres(bin: string): Promise<TestPostgres> {
+  if (!shared) {
+    shared = startPostgres(bin).then((pg) => {
+      process.once('exit', () => {
+        Bun.spawnSync(asPostgres([join(bin, 'pg_ctl'), '-D', pg.dataDir, '-m', 'immediate', 'stop']), { stdout: 'ignore', stderr: 'ignore' })
+        rmSync(dirname(pg.dataDir), { recursive: true, force: true })
+      })
+      return pg
+    })
+  }
+  return shared
 }

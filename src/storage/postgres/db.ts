@@ -9,7 +9,8 @@ import type { SQL } from 'bun'
 export type Db = SQL
 
 export async function rows<T>(db: Db, text: string, params: unknown[] = []): Promise<T[]> {
-  return (await db.unsafe(text, params as any[])) as unknown as T[]
+  // a plain array: the driver's result array also carries count and command
+  return Array.from((await db.unsafe(text, params as any[])) as unknown as T[])
 }
 
 export async function one<T>(db: Db, text: string, params: unknown[] = []): Promise<T | null> {

@@ -52,11 +52,15 @@ export class SqliteAgentStore implements AgentStore {
   private readonly unsuspendStmt: Statement<unknown, [number, string]>
   private readonly updates = new Map<string, Statement>()
 
+  /** A store of the unit of work (given `afterCommit`): it neither reads nor fills the cache, which holds committed rows only. */
+  private readonly inUnitOfWork: boolean
+
   constructor(
     private readonly db: Database,
     private readonly cache: AgentCache,
-    private readonly afterCommit: (step: () => void) => void = () => {},
+    private readonly afterCommit?: (step: () => void) => void,
   ) {
+    this.inUnitOfWork = afterCommit !== undefined
     this.countStmt = db.prepare('SELECT count(*) AS n FROM agents')
     this.byKey = db.prepare(`SELECT ${COLUMNS} FROM agents WHERE public_key = ?`)
     // polled several times a second: reads only the updated_at index range
@@ -81,6 +85,8 @@ export class SqliteAgentStore implements AgentStore {
   }
 
   private findNow(publicKey: string): AgentRecord | null {
+    // inside a unit of work the row may be uncommitted (and rolled back later): never cached
+    if (this.inUnitOfWork) return this.byKey.get(publicKey)
     const hit = this.cache.get(publicKey)
     if (hit) return hit
     const row = this.byKey.get(publicKey)
@@ -112,9 +118,13 @@ export class SqliteAgentStore implements AgentStore {
   }
 
   async touch(publicKey: string, now: number): Promise<void> {
-    const cached = this.cache.get(publicKey)
-    if (cached) cached.lastActiveAt = Math.max(cached.lastActiveAt, now)
     this.touchStmt.run(now, publicKey)
+    const show = () => {
+      const cached = this.cache.get(publicKey)
+      if (cached) cached.lastActiveAt = Math.max(cached.lastActiveAt, now)
+    }
+    if (this.afterCommit) this.afterCommit(show)
+    else show()
   }
 
   async delete(publicKey: string): Promise<void> {
@@ -143,6 +153,6 @@ export class SqliteAgentStore implements AgentStore {
 
   private drop(publicKey: string): void {
     this.cache.drop(publicKey)
-    this.afterCommit(() => this.cache.drop(publicKey))
+    this.afterCommit?.(() => this.cache.drop(publicKey))
   }
 }

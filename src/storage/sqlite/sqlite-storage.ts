@@ -97,6 +97,7 @@ export class SqliteStorage implements Storage {
   private readonly checkpointer: Checkpointer
   private closed = false
   private probes = 0
+  private readonly runningJobs = new Set<string>()
 
   constructor(private readonly opts: SqliteStorageOptions) {
     const { writer, reader } = openRelayDatabase(opts.path)
@@ -137,9 +138,15 @@ export class SqliteStorage implements Storage {
     return this.uow.run(fn)
   }
 
-  /** One process owns the database: every job runs. */
-  async exclusive<T>(_job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T }> {
-    return { ran: true, value: await fn() }
+  /** One process owns the database: a job runs unless a run of it has not finished yet. */
+  async exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    if (this.runningJobs.has(job)) return { ran: false }
+    this.runningJobs.add(job)
+    try {
+      return { ran: true, value: await fn() }
+    } finally {
+      this.runningJobs.delete(job)
+    }
   }
 
   async health() {

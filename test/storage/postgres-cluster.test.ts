@@ -1,0 +1,189 @@
+/**
+ * Cluster mode: two storages opened on one PostgreSQL database behave as two relay instances. Messages
+ * and agent removals announced on one reach the other, and what must be counted once (replays, rates,
+ * open WebSockets, job runs, webhook claims) is counted once across both.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { SQL } from 'bun'
+import { silentLogger } from '../../src/lib/logger.ts'
+import { FakeClock } from '../../src/lib/clock.ts'
+import type { MessageRecord } from '../../src/services/models/records.ts'
+import type { OpenedStorage } from '../../src/storage/open-storage.ts'
+import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
+import { postgresRunner, sharedPostgres, type TestPostgres } from '../support/postgres.ts'
+
+const T0 = 1_795_000_000_000
+const key = (head: string) => head + 'x'.repeat(43 - head.length)
+const bin = postgresRunner('PostgreSQL cluster tests')
+
+/** Polls `check` until it holds (notices travel asynchronously); fails after `ms`. */
+async function eventually(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time')
+    await Bun.sleep(20)
+  }
+}
+
+describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database', () => {
+  let pg: TestPostgres
+  let url: string
+  let a: OpenedStorage
+  let b: OpenedStorage
+  const clock = new FakeClock(T0)
+
+  beforeAll(async () => {
+    pg = await sharedPostgres(bin as string)
+    url = await pg.createDatabase('cluster')
+    // started together: the migrations run once, under the advisory lock
+    ;[a, b] = await Promise.all([
+      openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 }),
+      openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 }),
+    ])
+  })
+
+  afterAll(async () => {
+    await a?.storage.close()
+    await b?.storage.close()
+  })
+
+  test('the migrations were applied once', async () => {
+    const sql = new SQL({ url, max: 1 })
+    try {
+      const [row] = await sql.unsafe('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations')
+      expect(row.n).toBe(2)
+    } finally {
+      await sql.close()
+    }
+  })
+
+  test('a message committed via A reaches A as local and B as remote, read from the database', async () => {
+    const seenA: [string, string][] = []
+    const seenB: [string, string][] = []
+    a.signals.onMessage((m, origin) => seenA.push([m.messageId, origin]))
+    b.signals.onMessage((m, origin) => seenB.push([m.messageId, origin]))
+    const m: MessageRecord = {
+      messageId: 'msg_cluster_1', senderKey: key('S'), recipientKey: key('R'), contentType: 'application/json', body: '{"x":1.0}',
+      attachments: null, threadId: null, inReplyTo: null, metadata: null, status: 'sent', createdAt: T0, expiresAt: T0 + 60_000, deliveredAt: null,
+    }
+    await a.storage.messages.insert(m, [])
+    a.signals.messageCommitted(m)
+    expect(seenA).toEqual([['msg_cluster_1', 'local']])
+    const received: MessageRecord[] = []
+    b.signals.onMessage((msg) => received.push(msg))
+    await eventually(() => seenB.length > 0)
+    expect(seenB).toEqual([['msg_cluster_1', 'remote']])
+    expect(received).toEqual([m])
+    await Bun.sleep(100)
+    expect(seenA).toEqual([['msg_cluster_1', 'local']]) // A skips its own notice
+  })
+
+  test('an agent gone on B is gone on A', async () => {
+    const gone: string[] = []
+    a.signals.onAgentGone((k, reason) => gone.push(`${k}:${reason}`))
+    b.signals.agentGone(key('Gone'), 'suspended')
+    await eventually(() => gone.length > 0)
+    expect(gone).toEqual([`${key('Gone')}:suspended`])
+  })
+
+  test('a replay on B of a signature accepted on A is refused', async () => {
+    const first = await a.storage.replay.reserve('sig_cluster_0000000000', T0 + 1000)
+    expect(first).not.toBeNull()
+    await first?.durable
+    expect(await b.storage.replay.reserve('sig_cluster_0000000000', T0 + 1000)).toBeNull()
+    // at once, from both sides
+    const both = await Promise.all([a.storage.replay.reserve('sig_cluster_1111111111', T0 + 1000), b.storage.replay.reserve('sig_cluster_1111111111', T0 + 1000)])
+    expect(both.filter((r) => r !== null).length).toBe(1)
+  })
+
+  test('rate limits are counted once across instances', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).storage.rates.hit('send:shared', 30, 60_000, T0 + i)),
+    )
+    expect(results.filter((r) => r.allowed).length).toBe(30)
+    expect((await a.storage.rates.peek('send:shared', 60_000, T0 + 100)).count).toBe(30)
+    expect((await b.storage.rates.hit('send:shared', 30, 60_000, T0 + 100)).allowed).toBe(false)
+  })
+
+  test('open WebSockets are counted across instances; a dead instance stops counting after its heartbeat lapses', async () => {
+    const k = key('Ws')
+    const now = clock.now()
+    expect(await a.connections.tryAdd(k, 'c1', 2, now)).toBe(true)
+    expect(await b.connections.tryAdd(k, 'c2', 2, now)).toBe(true)
+    expect(await b.connections.tryAdd(k, 'c3', 2, now)).toBe(false)
+    expect(await a.connections.tryAdd(k, 'c3', 2, now)).toBe(false)
+    await b.connections.remove(k, 'c2')
+    expect(await a.connections.tryAdd(k, 'c3', 2, now)).toBe(true)
+    await b.connections.heartbeat(now)
+    // A stops beating (heartbeat every 60 s here): three intervals later its connections no longer count
+    expect(await b.connections.tryAdd(k, 'c4', 2, now + 179_000)).toBe(false)
+    expect(await b.connections.tryAdd(k, 'c4', 2, now + 180_001)).toBe(true)
+    expect(await b.connections.tryAdd(k, 'c5', 2, now + 180_001)).toBe(true)
+    expect(await b.connections.tryAdd(k, 'c6', 2, now + 180_001)).toBe(false)
+    // while an instance that beats keeps its connections counted
+    await b.connections.heartbeat(now + 300_000)
+    expect(await a.connections.tryAdd(k, 'c7', 2, now + 400_000)).toBe(false)
+  })
+
+  test('concurrent adds on both instances never pass the limit', async () => {
+    const k = key('Race')
+    const tries = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).connections.tryAdd(k, `r${i}`, 3, clock.now())))
+    expect(tries.filter(Boolean).length).toBe(3)
+  })
+
+  test('a job runs on one instance at a time', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const onA = a.storage.exclusive('sweep', async () => {
+      await gate
+      return 'a'
+    })
+    await Bun.sleep(50)
+    expect(await b.storage.exclusive('sweep', async () => 'b')).toEqual({ ran: false })
+    release()
+    expect(await onA).toEqual({ ran: true, value: 'a' })
+    expect(await b.storage.exclusive('sweep', async () => 'b')).toEqual({ ran: true, value: 'b' })
+  })
+
+  test('webhook claims of both instances are disjoint', async () => {
+    const hook = key('Hook')
+    await a.storage.webhooks.upsert(hook, 'https://h.example', 's', T0)
+    for (let i = 0; i < 40; i++) await a.storage.webhooks.enqueue(`cd${i}`, hook, `cm${i}`, T0 + i)
+    const [fromA, fromB] = await Promise.all([
+      a.storage.webhooks.claimDue(T0 + 100, [], 30, T0 + 10_000),
+      b.storage.webhooks.claimDue(T0 + 100, [], 30, T0 + 10_000),
+    ])
+    const ids = [...fromA, ...fromB].map((d) => d.deliveryId)
+    expect(new Set(ids).size).toBe(ids.length)
+    expect(ids.length).toBe(40)
+  })
+
+  test("an operator change on B reaches A's cached record through changedSince", async () => {
+    const k = key('Cached')
+    await a.storage.agents.create(k, T0)
+    expect((await a.storage.agents.find(k))?.status).toBe('active') // cached on A now
+    await b.storage.agents.suspend(k, 'abuse', T0 + 5)
+    const changes = await a.storage.agents.changedSince(T0)
+    expect(changes).toContainEqual({ publicKey: k, status: 'suspended', updatedAt: T0 + 5 })
+    for (const c of changes) a.storage.agents.invalidate(c.publicKey)
+    expect((await a.storage.agents.find(k))?.status).toBe('suspended')
+  })
+
+  test('when the signal link drops, it comes back and the resync listeners run', async () => {
+    let resyncs = 0
+    b.signals.onResync(() => resyncs++)
+    const admin = new SQL({ url: pg.url, max: 1 })
+    try {
+      const db = new URL(url).pathname.slice(1)
+      await admin.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE '%LISTEN%'`, [db])
+    } finally {
+      await admin.close()
+    }
+    await eventually(() => resyncs > 0, 10_000)
+    // and notices flow again
+    const seen: string[] = []
+    b.signals.onAgentGone((k) => seen.push(k))
+    a.signals.agentGone(key('After'), 'deleted')
+    await eventually(() => seen.includes(key('After')), 5000)
+  })
+})
