@@ -259,8 +259,12 @@ describe.skipIf(!node)('relay migrate', () => {
     // same size, other bytes: only the hash can tell
     writeFileSync(join(copy, 'blobs', hash.slice(0, 2), hash.slice(2, 4), hash), Buffer.alloc(size_bytes, 7))
 
-    const run = await relayMigrate(['--to', await pg.createDatabase('damaged'), '--blobs', s3.url('damaged/'), '--data-dir', copy], s3.env)
+    // small batches: the refused row shares its batch with good ones, which still arrive
+    const db2 = await pg.createDatabase('damaged')
+    const run = await relayMigrate(['--to', db2, '--blobs', s3.url('damaged/'), '--data-dir', copy, '--batch', '2'], s3.env)
     expect(run.code).toBe(1)
+    expect((await rowCounts(db2)).message_blobs).toBe(3)
+    expect((await rowCounts(db2)).messages).toBe(5)
     expect(run.stdout).toContain('MISMATCH message_blobs: 1 row(s) refused by the target (insert or update on table "message_blobs" violates foreign key constraint')
     expect(run.stdout).toContain(`MISMATCH blob ${hash}: the bytes read hash to ${sha256Hex(Buffer.alloc(size_bytes, 7))} (5000 bytes); not copied`)
     expect(run.stderr).toMatch(/^relay: error: the target is missing what the source holds: message_blobs: 1 row\(s\) refused by the target .*\(and 1 more\)$/m)
