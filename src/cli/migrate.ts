@@ -108,6 +108,9 @@ export async function migrate(positionals: string[], flags: Record<string, strin
   const holder = processHolding([paths.database, `${paths.database}-wal`])
   if (holder !== null) throw new Error(`${paths.database} is open in process ${holder} (a relay still running?): stop the relay, then migrate`)
 
+  // both targets answer before anything is written to either
+  const targetBlobs = flags.blobs === undefined ? null : s3StoreFromUrl(flags.blobs, deps.env, systemClock, {})
+  if (targetBlobs) await targetBlobs.check()
   const targetName = describeDatabase(to)
   progress(`preparing ${targetName}`)
   await deps.prepareTarget(to, config)
@@ -117,8 +120,6 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     await target.unsafe('SELECT 1').catch((err) => {
       throw new Error(`database ${targetName} is unreachable: ${(err as Error).message.split('\n')[0]}`)
     })
-    const targetBlobs = flags.blobs === undefined ? null : s3StoreFromUrl(flags.blobs, deps.env, systemClock, {})
-    if (targetBlobs) await targetBlobs.check()
     const sourceBlobs = openBlobStore(config, paths, systemClock, deps.env)
 
     // read-only: nothing about the source changes, and both passes below read one snapshot
