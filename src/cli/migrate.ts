@@ -52,6 +52,8 @@ export interface MigrationReport {
     missing: number
     maintained_by_target: boolean
   }[]
+  /** Totals over the copied tables (not those the target keeps itself). */
+  rows: { source: number; copied: number; already_present: number }
   skipped_tables: { table: string; reason: string }[]
   /** The target's search words, rebuilt for the copied agents (null when the target keeps none). */
   search_words: { agents: number; words: number } | null
@@ -64,7 +66,9 @@ export interface MigrationReport {
     copied: number
     copied_bytes: number
     already_present: number
-    missing_in_source: string[]
+    /** How many wanted contents the source does not hold, and the first of them (at most 100). */
+    missing_in_source: number
+    missing_examples: string[]
     unreferenced_files: number
   }
   mismatches: string[]
@@ -174,6 +178,7 @@ function buildReport(a: {
   seconds: number
 }): MigrationReport {
   const mismatches = [...a.tables.mismatches, ...a.blobs.mismatches]
+  const copiedTables = a.tables.tables.filter((t) => !t.maintainedByTarget)
   return {
     ok: mismatches.length === 0,
     source: { data_dir: a.paths.dataDir, database: a.paths.database },
@@ -189,6 +194,11 @@ function buildReport(a: {
       missing: t.missing,
       maintained_by_target: t.maintainedByTarget ?? false,
     })),
+    rows: {
+      source: copiedTables.reduce((n, t) => n + t.sourceRows, 0),
+      copied: copiedTables.reduce((n, t) => n + t.inserted, 0),
+      already_present: copiedTables.reduce((n, t) => n + t.present, 0),
+    },
     skipped_tables: a.tables.skipped,
     search_words: a.words,
     blobs: {
@@ -199,7 +209,8 @@ function buildReport(a: {
       copied: a.blobs.copied,
       copied_bytes: a.blobs.copiedBytes,
       already_present: a.blobs.present,
-      missing_in_source: a.blobs.missingInSource,
+      missing_in_source: a.blobs.missingInSource.length,
+      missing_examples: a.blobs.missingInSource.slice(0, 100),
       unreferenced_files: a.blobs.unreferenced,
     },
     mismatches,
@@ -216,8 +227,7 @@ function formatReport(r: MigrationReport): string {
       r.tables.map((t) => [t.maintained_by_target ? `${t.table} (kept by the target)` : t.table, t.source_rows, t.maintained_by_target ? '-' : t.copied, t.maintained_by_target ? '-' : t.already_present, t.target_rows]),
     ).trimEnd(),
   )
-  const rows = r.tables.filter((t) => !t.maintained_by_target)
-  lines.push(`rows: ${rows.reduce((n, t) => n + t.source_rows, 0)} in the source, ${rows.reduce((n, t) => n + t.copied, 0)} copied, ${rows.reduce((n, t) => n + t.already_present, 0)} already there`)
+  lines.push(`rows: ${r.rows.source} in the source, ${r.rows.copied} copied, ${r.rows.already_present} already there`)
   if (r.search_words) lines.push(`search words: rebuilt for ${r.search_words.agents} agents (${r.search_words.words} new)`)
   const skipped = new Map<string, string[]>()
   for (const s of r.skipped_tables) skipped.set(s.reason, [...(skipped.get(s.reason) ?? []), s.table])
@@ -230,7 +240,7 @@ function formatReport(r: MigrationReport): string {
     lines.push(`blobs: bytes not copied (no --blobs): ${b.contents} contents (${humanBytes(b.bytes)}) stay in ${b.left_in}`)
     lines.push('       only their records moved; relays on the new database must use that blob store, or run again with --blobs s3://…')
   }
-  if (b.missing_in_source.length > 0) lines.push(`warning: ${b.missing_in_source.length} content(s) named by blob records are not in the source blob store (e.g. ${b.missing_in_source[0]}); those blobs were already unreadable`)
+  if (b.missing_in_source > 0) lines.push(`warning: ${b.missing_in_source} content(s) named by blob records are not in the source blob store (e.g. ${b.missing_examples[0]}); those blobs were already unreadable`)
   if (b.unreferenced_files > 0) lines.push(`note: ${b.unreferenced_files} file(s) in the source blob store that no record names were left behind`)
   lines.push('')
   if (r.ok) lines.push('verified: every source row is in the target' + (b.copied_to ? ', every blob content is in the bucket' : ''))

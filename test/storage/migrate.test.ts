@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { SQL, spawn, type Subprocess } from 'bun'
-import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { s3StoreFromUrl } from '../../src/blobs/s3/s3-blob-store.ts'
 import { keyPairFromSeed, RelayClient } from '../../src/client/index.ts'
@@ -114,6 +114,9 @@ describe.skipIf(!node)('relay migrate', () => {
     const report = JSON.parse(run.stdout)
     expect(report.ok).toBe(true)
     expect(report.mismatches).toEqual([])
+    expect(report.rows.copied).toBe(report.rows.source)
+    expect(report.rows.already_present).toBe(0)
+    expect(report.seconds).toBeGreaterThan(0)
     expect(report.target).toEqual({ database: target.replace('postgres://postgres@', 'postgres://postgres@'), blobs: s3.url('cluster/') })
 
     const counts = readSource((db) => {
@@ -143,7 +146,7 @@ describe.skipIf(!node)('relay migrate', () => {
     // one content per distinct bytes, however many records name it
     const contents = new Map([...seededBlobs().values()].map((b) => [sha256Hex(b), b.byteLength]))
     expect(contents.size).toBe(4)
-    expect(report.blobs).toMatchObject({ copied_to: s3.url('cluster/'), contents: 4, copied: 4, already_present: 0, missing_in_source: [] })
+    expect(report.blobs).toMatchObject({ copied_to: s3.url('cluster/'), contents: 4, copied: 4, already_present: 0, missing_in_source: 0 })
     expect(report.blobs.copied_bytes).toBe([...contents.values()].reduce((a, b) => a + b, 0))
     const bucket = s3StoreFromUrl(s3.url('cluster/'), s3.env, new FakeClock())
     for (const [hash, size] of contents) expect(await bucket.size(hash)).toBe(size)
@@ -260,6 +263,13 @@ describe.skipIf(!node)('relay migrate', () => {
     // same size, other bytes: only the hash can tell
     writeFileSync(join(copy, 'blobs', hash.slice(0, 2), hash.slice(2, 4), hash), Buffer.alloc(size_bytes, 7))
 
+    // a content the records name whose file is gone, and a file no record names
+    const gone = readSource((db) => (db.query(`SELECT hash FROM blobs WHERE size_bytes = 1`).get() as { hash: string }).hash, copy)
+    rmSync(join(copy, 'blobs', gone.slice(0, 2), gone.slice(2, 4), gone))
+    const stray = sha256Hex(Buffer.from('stray'))
+    mkdirSync(join(copy, 'blobs', stray.slice(0, 2), stray.slice(2, 4)), { recursive: true })
+    writeFileSync(join(copy, 'blobs', stray.slice(0, 2), stray.slice(2, 4), stray), 'stray')
+
     // small batches: the refused row shares its batch with good ones, which still arrive
     const db2 = await pg.createDatabase('damaged')
     const run = await relayMigrate(['--to', db2, '--blobs', s3.url('damaged/'), '--data-dir', copy, '--batch', '2'], s3.env)
@@ -268,6 +278,9 @@ describe.skipIf(!node)('relay migrate', () => {
     expect((await rowCounts(db2)).messages).toBe(5)
     expect(run.stdout).toContain('MISMATCH message_blobs: 1 row(s) refused by the target (insert or update on table "message_blobs" violates foreign key constraint')
     expect(run.stdout).toContain(`MISMATCH blob ${hash}: the bytes read hash to ${sha256Hex(Buffer.alloc(size_bytes, 7))} (5000 bytes); not copied`)
+    expect(run.stdout).toContain(`warning: 1 content(s) named by blob records are not in the source blob store (e.g. ${gone}); those blobs were already unreadable`)
+    expect(run.stdout).toContain('note: 1 file(s) in the source blob store that no record names were left behind')
+    expect(await s3StoreFromUrl(s3.url('damaged/'), s3.env, new FakeClock()).size(stray)).toBeNull()
     expect(run.stderr).toMatch(/^relay: error: the target is missing what the source holds: message_blobs: 1 row\(s\) refused by the target .*\(and 1 more\)$/m)
     // the bad bytes never reached the bucket under that address
     expect(await s3StoreFromUrl(s3.url('damaged/'), s3.env, new FakeClock()).size(hash)).toBeNull()
