@@ -23,6 +23,8 @@ describe('PostgreSQL storage without a server', () => {
     }
     expect(mapped(Object.assign(new Error('Connection closed'), { code: 'ERR_POSTGRES_CONNECTION_CLOSED' })).code).toBe('service_unavailable')
     expect(mapped(Object.assign(new Error('Failed to connect'), { code: 'ERR_POSTGRES_CONNECTION_REFUSED' })).code).toBe('service_unavailable')
+    const misuse = Object.assign(new Error('not a tagged call'), { code: 'ERR_POSTGRES_NOT_TAGGED_CALL' })
+    expect(mapPostgresError(misuse)).toBe(misuse)
     const unique = server('23505')
     expect(mapPostgresError(unique)).toBe(unique)
     const bug = new TypeError('undefined is not a function')

@@ -15,6 +15,22 @@ function retryable(state: string): boolean {
   return state === '53300' || state === '53200' || state === '40001' || state === '40P01' || state === '55P03' || state === '57014'
 }
 
+/** Bun.SQL's own codes for a link to the server that failed, closed or timed out. */
+const LINK_FAILURES = new Set([
+  'ERR_POSTGRES_CONNECTION_CLOSED',
+  'ERR_POSTGRES_CONNECTION_FAILED',
+  'ERR_POSTGRES_CONNECTION_REFUSED',
+  'ERR_POSTGRES_CONNECTION_TIMEOUT',
+  'ERR_POSTGRES_IDLE_TIMEOUT',
+  'ERR_POSTGRES_LIFETIME_TIMEOUT',
+  'ERR_POSTGRES_QUERY_CANCELLED',
+  'ERR_POSTGRES_TLS_UPGRADE_FAILED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+])
+
 export function mapPostgresError(err: unknown): unknown {
   if (err instanceof RelayError) return err
   const e = err as { code?: unknown; errno?: unknown }
@@ -22,12 +38,7 @@ export function mapPostgresError(err: unknown): unknown {
   if (state === '53100') return new RelayError('insufficient_storage', 'The database is out of disk space; nothing was stored', null)
   if (state && retryable(state)) return unavailable('The database is busy or unavailable; retry shortly')
   const code = typeof e?.code === 'string' ? e.code : ''
-  if (code.startsWith('ERR_POSTGRES_') && code !== 'ERR_POSTGRES_SERVER_ERROR' && !code.includes('SYNTAX') && !code.includes('INVALID')) {
-    return unavailable('The database is unavailable; retry shortly')
-  }
-  if (err instanceof Error && /ECONNREFUSED|ECONNRESET|connection (closed|refused|timeout)|Failed to connect/i.test(err.message)) {
-    return unavailable('The database is unavailable; retry shortly')
-  }
+  if (LINK_FAILURES.has(code)) return unavailable('The database is unavailable; retry shortly')
   return err
 }
 

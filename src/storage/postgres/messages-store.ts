@@ -11,14 +11,10 @@ const COLUMNS = `message_id AS "messageId", sender_key AS "senderKey", recipient
 const START: MessagePosition = { createdAt: -1, messageId: '' }
 
 /**
- * Which rows each status filter sees at `now` ($2 = now, $3 = cutoff = now − expired retention), as in
- * SQLite: expiry is decided by time, not by the sweep.
+ * Which rows each status filter sees at `now` is decided by time, not by the sweep (as in SQLite): a
+ * `sent` row past expires_at already counts as expired, a `delivered` one as removed, and an expired
+ * envelope past retention (`cutoff`) as removed. Rows that exist for readers at all ($2 = now, $3 = cutoff):
  */
-const STATUS_WHERE: Record<MessageStatus, string> = {
-  sent: `status = 'sent' AND expires_at > $2`,
-  delivered: `status = 'delivered' AND expires_at > $2`,
-  expired: `status IN ('sent', 'expired') AND expires_at <= $2 AND expires_at > $3`,
-}
 const VISIBLE_WHERE = `expires_at > $3 AND (status <> 'delivered' OR expires_at > $2)`
 
 /** Message storage on the pool or on one transaction. */
@@ -57,19 +53,16 @@ export class PgMessageStore implements MessageStore {
 
   async listInbox(recipientKey: string, filter: InboxFilter, after: MessagePosition | null, limit: number, now: number, cutoff: number): Promise<MessageRecord[]> {
     const pos = after ?? START
-    const params: unknown[] = [recipientKey, now, cutoff, pos.createdAt, pos.messageId, limit]
-    const extra: string[] = []
-    if (filter.senderKey) extra.push(`AND sender_key = $${params.push(filter.senderKey)}`)
-    if (filter.inReplyTo) extra.push(`AND in_reply_to = $${params.push(filter.inReplyTo)}`)
-    if (filter.threadId) extra.push(`AND thread_id = $${params.push(filter.threadId)}`)
-    return rows<MessageRecord>(
-      this.db,
-      `SELECT ${COLUMNS} FROM messages
-       WHERE recipient_key = $1 AND ${STATUS_WHERE[filter.status]} ${extra.join(' ')} AND $3::bigint IS NOT NULL
-         AND (created_at, message_id) > ($4::bigint, $5::text)
-       ORDER BY created_at, message_id LIMIT $6`,
-      params,
-    )
+    const params: unknown[] = [recipientKey, now]
+    const p = (value: unknown) => `$${params.push(value)}`
+    const where = [`recipient_key = $1`]
+    if (filter.status === 'expired') where.push(`status IN ('sent', 'expired') AND expires_at <= $2 AND expires_at > ${p(cutoff)}`)
+    else where.push(`status = ${p(filter.status)} AND expires_at > $2`)
+    if (filter.senderKey) where.push(`sender_key = ${p(filter.senderKey)}`)
+    if (filter.inReplyTo) where.push(`in_reply_to = ${p(filter.inReplyTo)}`)
+    if (filter.threadId) where.push(`thread_id = ${p(filter.threadId)}`)
+    where.push(`(created_at, message_id) > (${p(pos.createdAt)}::bigint, ${p(pos.messageId)}::text)`)
+    return rows<MessageRecord>(this.db, `SELECT ${COLUMNS} FROM messages WHERE ${where.join(' AND ')} ORDER BY created_at, message_id LIMIT ${p(limit)}`, params)
   }
 
   async listThread(threadId: string, participantKey: string, after: MessagePosition | null, limit: number, now: number, cutoff: number): Promise<MessageRecord[]> {
