@@ -14,7 +14,6 @@ import { loadConfig } from '../config/load.ts'
 import { systemClock } from '../lib/clock.ts'
 import { createLogger } from '../lib/logger.ts'
 import { dataPaths } from '../relay.ts'
-import type { BlobStore } from '../services/ports.ts'
 import { describeDatabase, openPostgres } from '../storage/postgres/open-postgres.ts'
 import { MIGRATION_JOURNAL } from '../storage/sqlite/embedded-migrations.ts'
 import { copyBlobs, type BlobsCopyResult } from '../storage/transfer/blob-copy.ts'
@@ -112,24 +111,24 @@ export async function migrate(positionals: string[], flags: Record<string, strin
   const holder = processHolding([paths.database, `${paths.database}-wal`])
   if (holder !== null) throw new Error(`${paths.database} is open in process ${holder} (a relay still running?): stop the relay, then migrate`)
 
-  // both targets answer before anything is written to either
-  const targetBlobs = flags.blobs === undefined ? null : s3StoreFromUrl(flags.blobs, deps.env, systemClock, {})
-  if (targetBlobs) await targetBlobs.check()
-  const targetName = describeDatabase(to)
-  progress(`preparing ${targetName}`)
-  await deps.prepareTarget(to, config)
-  const target = new SQL(to, { max: 2, idleTimeout: 0, connectionTimeout: 10 })
-  let source: Database | null = null
+  // read-only: nothing about the source changes, and both passes below read one snapshot
+  const source = new Database(paths.database, { readonly: true, strict: true })
+  let target: SQL | null = null
   try {
+    source.run('PRAGMA busy_timeout = 5000')
+    checkSourceVersion(source)
+    // both targets answer before anything is written to either
+    const targetBlobs = flags.blobs === undefined ? null : s3StoreFromUrl(flags.blobs, deps.env, systemClock, {})
+    if (targetBlobs) await targetBlobs.check()
+    const targetName = describeDatabase(to)
+    progress(`preparing ${targetName}`)
+    await deps.prepareTarget(to, config)
+    target = new SQL(to, { max: 2, idleTimeout: 0, connectionTimeout: 10 })
     await target.unsafe('SELECT 1').catch((err) => {
       throw new Error(`database ${targetName} is unreachable: ${(err as Error).message.split('\n')[0]}`)
     })
     const sourceBlobs = openBlobStore(config, paths, systemClock, deps.env)
 
-    // read-only: nothing about the source changes, and both passes below read one snapshot
-    source = new Database(paths.database, { readonly: true, strict: true })
-    source.run('PRAGMA busy_timeout = 5000')
-    checkSourceVersion(source)
     source.run('BEGIN')
     progress(`copying ${paths.database} into ${targetName}`)
     const tables = await copyTables(source, target, { batchRows, progress })
@@ -140,7 +139,7 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     const blobs = await copyBlobs(sourceBlobs, targetBlobs, wanted, { progress })
     source.run('COMMIT')
 
-    const report = buildReport({ paths, targetName, blobsUrl: flags.blobs ?? null, sourceBlobs, config, tables, words, blobs, seconds: (performance.now() - startedAt) / 1000 })
+    const report = buildReport({ paths, targetName, blobsUrl: flags.blobs ?? null, config, tables, words, blobs, seconds: (performance.now() - startedAt) / 1000 })
     deps.stdout.write(flags.json === 'true' ? JSON.stringify(report, null, 2) + '\n' : formatReport(report))
     if (!report.ok) {
       const [first] = report.mismatches
@@ -149,8 +148,8 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     }
     return 0
   } finally {
-    source?.close()
-    await target.close({ timeout: 5 }).catch(() => {})
+    source.close()
+    await target?.close({ timeout: 5 }).catch(() => {})
   }
 }
 
@@ -170,7 +169,6 @@ function buildReport(a: {
   paths: ReturnType<typeof dataPaths>
   targetName: string
   blobsUrl: string | null
-  sourceBlobs: BlobStore
   config: Config
   tables: TablesCopyResult
   words: { agents: number; words: number } | null

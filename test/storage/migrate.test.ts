@@ -305,6 +305,22 @@ describe.skipIf(!node)('relay migrate', () => {
     expect(await rowCounts(db).catch((err) => String(err))).toMatch(/relation "agents" does not exist/)
   })
 
+  test('a database of another relay version is refused before anything is written', async () => {
+    const older = join(work, 'older')
+    cpSync(seeded.dataDir, older, { recursive: true })
+    const db = new Database(join(older, 'relay.db'))
+    db.run(`DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)`)
+    db.close()
+    const fresh = await pg.createDatabase('older')
+    const run = await relayMigrate(['--to', fresh, '--data-dir', older])
+    expect({ code: run.code, stdout: run.stdout, stderr: run.stderr }).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'relay: error: the relay database was written by an older relay: start this version on it once (it upgrades the database), stop it, then migrate\n',
+    })
+    expect(await rowCounts(fresh).catch((err) => String(err))).toMatch(/relation "agents" does not exist/)
+  })
+
   test('usage: --to is required and must name PostgreSQL; --blobs must name a bucket', async () => {
     for (const [args, message] of [
       [['--data-dir', seeded.dataDir], 'migrate needs --to postgres://user:password@host:5432/database'],
