@@ -101,7 +101,14 @@ export async function copyBlobs(source: BlobStore, target: BlobStore | null, wan
   }
 
   const worker = async () => {
-    for (let hash = queue.shift(); hash !== undefined; hash = queue.shift()) await copyOne(hash)
+    for (let hash = queue.shift(); hash !== undefined; hash = queue.shift()) {
+      try {
+        await copyOne(hash)
+      } catch (err) {
+        // a store that fails stops the run (the next run resumes); say which content it was on
+        throw new Error(`copying blob ${hash}: ${(err as Error).message.split('\n')[0]}`)
+      }
+    }
   }
   for (const slice of hashSlices()) {
     for await (const hashHex of source.list(slice)) {
