@@ -172,6 +172,22 @@ for (const backend of BACKENDS) {
         expect(ids(await s.messages.listInbox(r, { status: 'expired' }, null, 10, later, later - 5 * HOUR))).toEqual([old.messageId, 'msg_a', 'msg_b', c.messageId])
       })
 
+      test('polls at once (read a page of sent messages and mark it, in one transaction) never share a message', async () => {
+        const s = await open()
+        const r = key('R')
+        for (let i = 0; i < 60; i++) await s.messages.insert(message({ createdAt: T0 + i }), [])
+        const poll = () =>
+          s.transaction(async (tx) => {
+            const page = await tx.messages.listInbox(r, { status: 'sent' }, null, 5, T0 + 100, T0 - HOUR)
+            await tx.messages.markDelivered(page.map((m) => m.messageId), T0 + 100)
+            return page.map((m) => m.messageId)
+          })
+        const pages = await Promise.all(Array.from({ length: 12 }, poll))
+        const got = pages.flat()
+        expect(new Set(got).size).toBe(got.length)
+        expect(got.length).toBe(60)
+      })
+
       test('thread: messages a participant sent or received that still exist', async () => {
         const s = await open()
         const me = key('Me')

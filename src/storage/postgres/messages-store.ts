@@ -17,9 +17,17 @@ const START: MessagePosition = { createdAt: -1, messageId: '' }
  */
 const VISIBLE_WHERE = `expires_at > $3 AND (status <> 'delivered' OR expires_at > $2)`
 
-/** Message storage on the pool or on one transaction. */
+/**
+ * Message storage on the pool or on one transaction. In a transaction, a page of `sent` messages is
+ * read with its rows locked (`FOR UPDATE SKIP LOCKED`): a poll reads and marks its page in one unit, and
+ * a concurrent poll of the same inbox — on this instance or another — takes the next messages instead of
+ * the same ones (SQLite's single writer gives the same guarantee).
+ */
 export class PgMessageStore implements MessageStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly inTransaction = false,
+  ) {}
 
   async find(messageId: string): Promise<MessageRecord | null> {
     return one<MessageRecord>(this.db, `SELECT ${COLUMNS} FROM messages WHERE message_id = $1`, [messageId])
@@ -62,7 +70,12 @@ export class PgMessageStore implements MessageStore {
     if (filter.inReplyTo) where.push(`in_reply_to = ${p(filter.inReplyTo)}`)
     if (filter.threadId) where.push(`thread_id = ${p(filter.threadId)}`)
     where.push(`(created_at, message_id) > (${p(pos.createdAt)}::bigint, ${p(pos.messageId)}::text)`)
-    return rows<MessageRecord>(this.db, `SELECT ${COLUMNS} FROM messages WHERE ${where.join(' AND ')} ORDER BY created_at, message_id LIMIT ${p(limit)}`, params)
+    const lock = this.inTransaction && filter.status === 'sent' ? ' FOR UPDATE SKIP LOCKED' : ''
+    return rows<MessageRecord>(
+      this.db,
+      `SELECT ${COLUMNS} FROM messages WHERE ${where.join(' AND ')} ORDER BY created_at, message_id LIMIT ${p(limit)}${lock}`,
+      params,
+    )
   }
 
   async listThread(threadId: string, participantKey: string, after: MessagePosition | null, limit: number, now: number, cutoff: number): Promise<MessageRecord[]> {

@@ -111,7 +111,7 @@ export class PostgresStorage implements Storage {
       const value = await this.sql.begin(async (db) => {
         const tx: TxStores = {
           agents: new PgAgentStore(db, this.cache, true, (step) => afterCommit.push(step)),
-          messages: new PgMessageStore(db),
+          messages: new PgMessageStore(db, true),
           acl: new PgAclStore(db),
           blobs: new PgBlobRecordStore(db),
           webhooks: new PgWebhookStore(db),
