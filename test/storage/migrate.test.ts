@@ -321,6 +321,20 @@ describe.skipIf(!node)('relay migrate', () => {
     expect(await rowCounts(fresh).catch((err) => String(err))).toMatch(/relation "agents" does not exist/)
   })
 
+  test('a target whose schema lacks a column of the source is refused before any row is written', async () => {
+    const db = await pg.createDatabase('narrow')
+    const opened = await openPostgres(db, { logger: silentLogger, clock: new FakeClock(), lockWaitMs: 2000, tool: true })
+    await opened.storage.close()
+    const sql = new SQL({ url: db, max: 1 })
+    await sql.unsafe('ALTER TABLE messages DROP COLUMN metadata')
+    await sql.close()
+    const run = await relayMigrate(['--to', db, '--data-dir', seeded.dataDir])
+    expect(run.code).toBe(1)
+    expect(run.stdout).toBe('')
+    expect(run.stderr).toContain("relay: error: the target schema does not match this relay's: column messages.metadata is missing in the target")
+    expect((await rowCounts(db)).agents).toBe(0)
+  })
+
   test('usage: --to is required and must name PostgreSQL; --blobs must name a bucket', async () => {
     for (const [args, message] of [
       [['--data-dir', seeded.dataDir], 'migrate needs --to postgres://user:password@host:5432/database'],
