@@ -8,7 +8,8 @@
  *  3. Peak bytes in the upload temp directory while 8 unsigned 100 MiB blob uploads stream in, and RSS
  *     while 200 unsigned uploads each send 900 KiB and stall.
  *  4. /v1/health and signed-send latency while another process holds the SQLite write lock.
- *  5. A flood of requests each signed by a fresh key (open admission: every key becomes an agent).
+ *  5. A flood of requests each signed by a fresh key, under each admission mode: open (every key becomes
+ *     an agent, up to the per-address new-agent rate), allowlist and existing (refused, nothing stored).
  *
  * Attack connections come from many loopback source addresses (127.0.x.y), as a distributed attacker's
  * would, so per-address limits alone do not stop them; the probes use addresses of their own.
@@ -39,9 +40,9 @@ const PROBE = process.argv[2] === '--probe'
 if (!PROBE) ensureBinary()
 // the relay's defaults, except the per-agent limits (the probes send more than 30 a minute)
 const relay = PROBE ? null : await startRelayBinary({ RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_RATE_ADDRESS_PER_MIN: '600', RELAY_RATE_ADDRESS_EXEMPT: '' })
-const port = relay?.port ?? Number(process.argv[3])
-const proc = relay?.proc as NonNullable<typeof relay>['proc']
-const dataDir = relay?.dataDir as string
+let port = relay?.port ?? Number(process.argv[3])
+let proc = relay?.proc as NonNullable<typeof relay>['proc']
+let dataDir = relay?.dataDir as string
 if (relay) console.log(`relay ${process.env.RELAY_BINARY ?? 'dist/relay'} on :${port}, ready in ${fmt(relay.readyMs, 0)} ms`)
 
 /** Loopback source address number i (127.0.x.y, never 127.0.0.1 or the probes' 127.0.0.2–9). */
@@ -365,7 +366,7 @@ async function lockedDatabase() {
 }
 
 /** 5. every request from a fresh key */
-async function freshKeyFlood() {
+async function freshKeyFlood(mode = 'open') {
   const before = rssMiB(proc.pid)
   const dbFiles = () => `relay.db ${fmt(dirBytes(dataDir, 'relay.db') / MiB, 1)} MiB, WAL ${fmt(dirBytes(dataDir, 'relay.db-wal') / MiB, 1)} MiB`
   const filesBefore = dbFiles()
@@ -385,8 +386,8 @@ async function freshKeyFlood() {
   )
   const created = statuses.get(200) ?? 0
   console.log(
-    `fresh-key flood (open admission), ${FLOOD_S} s from 224 addresses: ${n} requests (${fmt(n / FLOOD_S, 0)}/s), statuses ${JSON.stringify(Object.fromEntries(statuses))}, ` +
-      `${created} new agents; RSS ${fmt(before, 0)} → ${fmt(rssMiB(proc.pid), 0)} MiB, database ${filesBefore} → ${dbFiles()}`,
+    `fresh-key flood (${mode} admission), ${FLOOD_S} s from 224 addresses: ${n} requests (${fmt(n / FLOOD_S, 0)}/s), statuses ${JSON.stringify(Object.fromEntries(statuses))}, ` +
+      `${created} agents answered; RSS ${fmt(before, 0)} → ${fmt(rssMiB(proc.pid), 0)} MiB, database ${filesBefore} → ${dbFiles()}`,
   )
 }
 
@@ -411,7 +412,19 @@ if (PARTS.has('ws')) await wsPartialFrames()
 if (PARTS.has('disk')) await unsignedUploads()
 if (PARTS.has('stalled')) await stalledUploads()
 if (PARTS.has('lock')) await lockedDatabase()
-if (PARTS.has('flood')) await freshKeyFlood()
+if (PARTS.has('flood')) {
+  await freshKeyFlood('open')
+  proc.kill()
+  await proc.exited
+  // the same flood against a relay that admits only listed keys, then one that admits only existing agents
+  for (const mode of ['allowlist', 'existing']) {
+    const other = await startRelayBinary({ RELAY_ADMISSION: mode, RELAY_RATE_ADDRESS_PER_MIN: '600', RELAY_RATE_ADDRESS_EXEMPT: '' })
+    ;[port, proc, dataDir] = [other.port, other.proc, other.dataDir]
+    await freshKeyFlood(mode)
+    proc.kill()
+    await proc.exited
+  }
+}
 
 proc.kill()
 await proc.exited

@@ -53,10 +53,10 @@ export async function freePort(): Promise<number> {
   })
 }
 
-export async function startRelayBinary(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-'))) {
+export async function startRelayBinary(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'relay-bench-')), binary = BINARY) {
   const port = await freePort()
   const t0 = performance.now()
-  const proc = spawn([BINARY, 'serve', '--port', String(port), '--data-dir', dataDir], {
+  const proc = spawn([binary, 'serve', '--port', String(port), '--data-dir', dataDir], {
     // one load generator on loopback is one client address: the per-address limit would cap every figure
     env: { PATH: process.env.PATH ?? '', RELAY_LOG_LEVEL: 'warn', RELAY_RATE_ADDRESS_PER_MIN: '0', ...env },
     stdout: 'ignore',

@@ -27,7 +27,7 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   serve: { flags: SERVE_FLAGS, run: (_p, f) => serve(f) },
   keygen: { flags: ['out'], booleans: ['json'], run: (_p, f) => keygen(f) },
-  admin: { flags: ADMIN_FLAGS, booleans: ADMIN_BOOLEANS, subcommands: ['suspend', 'unsuspend', 'stats', 'agents', 'allow', 'revoke', 'allowed'], run: (p, f) => admin(p, f) },
+  admin: { flags: ADMIN_FLAGS, booleans: ADMIN_BOOLEANS, subcommands: ['suspend', 'unsuspend', 'stats', 'agents', 'allow', 'revoke', 'allowed', 'webhooks'], run: (p, f) => admin(p, f) },
   backup: { flags: BACKUP_FLAGS, booleans: BACKUP_BOOLEANS, run: (p, f) => backup(p, f) },
   migrate: {
     flags: MIGRATE_FLAGS,

@@ -10,6 +10,7 @@ import { RelayError } from './errors.ts'
 import { systemClock, type Clock } from './lib/clock.ts'
 import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
+import { RecentLog, recordingLogger } from './lib/recent-log.ts'
 import { createMetrics, installMetrics } from './features/metrics.ts'
 import type { MetricsRegistry } from './metrics/registry.ts'
 import { installMessages } from './features/messages.ts'
@@ -25,6 +26,9 @@ import { installDiscovery } from './features/discovery.ts'
 import { installRealtime } from './features/realtime.ts'
 import { docsRoutes } from './http/routes/docs.ts'
 import { healthRoutes } from './http/routes/health.ts'
+import { adminRoutes } from './http/routes/admin.ts'
+import { consoleRoutes } from './http/routes/console.ts'
+import { AdminService } from './services/admin.ts'
 import { Scheduler } from './jobs/scheduler.ts'
 import { AgentsService } from './services/agents.ts'
 import { Authenticator } from './services/authenticator.ts'
@@ -108,9 +112,14 @@ export function prepareDataDir(dataDir: string) {
   return paths
 }
 
+/** Warnings and errors kept for GET /v1/admin/errors. */
+const RECENT_LOG_LINES = 200
+
 export function createRelay(config: Config, deps: RelayDeps = {}) {
   const clock = deps.clock ?? systemClock
-  const logger = deps.logger ?? createLogger(config.logLevel)
+  // the operator API shows the latest warnings and errors of this relay
+  const recentLog = new RecentLog(RECENT_LOG_LINES)
+  const logger = recordingLogger(deps.logger ?? createLogger(config.logLevel), recentLog, clock)
   const startedAt = performance.now()
   const paths = prepareDataDir(config.dataDir)
   const { storage, signals, connections, sqlite } = deps.opened ?? openStorage(config, paths, logger, clock)
@@ -123,6 +132,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     mode: config.admission.mode,
     maxAgents: config.admission.maxAgents,
     newAgentsPerHour: config.rateLimits.newAgentsPerHour,
+    adminKeys: config.admin.keys,
   })
   const authenticator = new Authenticator({
     admission,
@@ -139,8 +149,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   signals.onAgentGone((publicKey) => authenticator.forget(publicKey))
 
   const metrics = createMetrics(logger)
-  const scheduler = new Scheduler(clock, logger, metrics.onJobRun)
-  scheduler.add('prune-replay-cache', config.sweepIntervalMs, async (now) => ({ removed: await storage.replay.prune(now, REPLAY_PRUNE_BATCH) }))
+  const scheduler = new Scheduler(clock, logger, metrics.onJobRun, (job, fn) => storage.exclusive(job, fn))
+  scheduler.add('prune-replay-cache', config.sweepIntervalMs, async (now) => ({ removed: await storage.replay.prune(now, REPLAY_PRUNE_BATCH) }), { exclusive: true })
 
   // operator changes written by another process (relay admin) or instance reach this relay here
   let changesSeen = clock.now()
@@ -198,6 +208,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     realtime: installRealtime(ctx, messages),
   }
 
+  const admin = new AdminService({ storage, clock, agents, admission, recent: recentLog })
   const app = createApp({ config, clock, logger, authenticator, preauth, onRequestDone: metrics.onRequestDone })
     .use(requestGuards({ limiter: messages.rateLimiter, clock }))
     .use(healthRoutes(health))
@@ -208,6 +219,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     .use(features.messages.routes)
     .use(features.blobs.routes)
     .use(features.realtime.routes)
+    .use(adminRoutes(admin, (key) => admission.isAdmin(key)))
+    .use(consoleRoutes())
 
   /**
    * One entry point for every HTTP request: Bun.serve and in-process tests both call it. `address` is
@@ -309,7 +322,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     ...ctx,
     ctx,
     features,
-    services: { agents, authenticator },
+    services: { agents, authenticator, admin },
+    recentLog,
     /** The SQLite writer connection when storage is SQLite: for tests and tools, never for rules. */
     sqlite,
     app,

@@ -10,6 +10,7 @@ Running a relay:
   relay admin stats [--json] [--data-dir DIR]
   relay admin agents [--status S] [--limit N] [--cursor C] [--json] [--data-dir DIR]
   relay admin allow KEY [--note TEXT] | revoke KEY | allowed [--json]
+  relay admin webhooks [--limit N] [--json]
   relay backup FILE [--json] [--data-dir DIR]
   relay migrate --to postgres://… [--blobs s3://bucket/prefix] [--json] [--data-dir DIR]
   relay health [--url URL] [--timeout SECONDS] [--json]
@@ -77,9 +78,11 @@ and print its public key. An existing file is never overwritten.
   relay admin allow KEY [--note TEXT]       admit a key (RELAY_ADMISSION=allowlist lets only these in)
   relay admin revoke KEY                    take it off the allowlist
   relay admin allowed [--json]              the allowlist
+  relay admin webhooks [--limit N] [--json] webhook deliveries waiting, the soonest due first
 
 The data directory is found like serve finds it: --data-dir, RELAY_DATA_DIR, --config FILE.
-A running relay applies suspensions and allowlist changes within 1 s.
+A running relay applies suspensions and allowlist changes within 1 s. The same actions are
+offered over HTTP to the keys in RELAY_ADMIN_KEYS (/v1/admin/…, and the console at /console).
 `,
   backup: `relay backup FILE [--json] [--data-dir DIR] — a consistent copy of the database
 

@@ -14,6 +14,8 @@ export interface Config {
   trustProxy: boolean
   blobs: { store: string; maxSizeBytes: number; quotaBytes: number; totalQuotaBytes: number; minFreeDiskBytes: number; unattachedTtlMs: number }
   admission: { mode: 'open' | 'allowlist' | 'existing'; maxAgents: number }
+  /** Keys that may call /v1/admin (and are always admitted). */
+  admin: { keys: string[] }
   messages: { expiredRetentionMs: number }
   ws: { maxConnections: number; pingIntervalMs: number; authTimeoutMs: number }
   webhooks: {

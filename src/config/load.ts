@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { isPublicKey } from '../auth/keys.ts'
 import { parseDurationMs, parseSizeBytes } from '../lib/units.ts'
 import type { Config, ConfigOverrides } from './config.ts'
 import { OPTIONS, type OptionSpec } from './options.ts'
@@ -82,6 +83,14 @@ function parseValue(spec: OptionSpec, raw: Raw, source: string): unknown {
       const s = String(raw).trim().toLowerCase()
       if (!['debug', 'info', 'warn', 'error'].includes(s)) fail('must be one of debug, info, warn, error')
       return s
+    }
+    case 'keys': {
+      // a list of public keys: comma-separated text (env, flag) or an array (config file); each must be a key
+      const list = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',') : null
+      if (!list) fail('must be a comma-separated list of public keys')
+      const keys = (list as unknown[]).map((item) => (typeof item === 'string' ? item.trim() : item)).filter((item) => item !== '')
+      for (const key of keys) if (!isPublicKey(key)) fail(`"${String(key).slice(0, 60)}" is not a public key (43 base64url characters)`)
+      return [...new Set(keys as string[])]
     }
     case 'addr': {
       if (raw === null || raw === '') return null
@@ -177,7 +186,9 @@ export async function loadConfig(input: LoadInput = {}): Promise<Config> {
     let source = spec.key
     const fromFile = getPath(file, spec.key.split('.'))
     if (fromFile !== undefined) [raw, source] = [fromFile as Raw, `${fileName}: ${spec.key}`]
-    if (env[spec.env] !== undefined && env[spec.env] !== '') [raw, source] = [env[spec.env] as string, spec.env]
+    // an empty variable means unset (as systemd EnvironmentFile lines often are), except for free text,
+    // where empty is a value of its own (RELAY_RATE_ADDRESS_EXEMPT= exempts nothing)
+    if (env[spec.env] !== undefined && (env[spec.env] !== '' || spec.kind === 'text')) [raw, source] = [env[spec.env] as string, spec.env]
     const flagName = spec.flag?.slice(2)
     if (flagName && flags[flagName] !== undefined) [raw, source] = [flags[flagName], spec.flag as string]
     setPath(config, fieldPath(spec), parseValue(spec, raw, source))

@@ -4,7 +4,7 @@
  * and the README's configuration reference are all driven by this table.
  */
 
-export type OptionKind = 'string' | 'text' | 'choice' | 'port' | 'int' | 'duration' | 'size' | 'bool' | 'level' | 'durations' | 'addr'
+export type OptionKind = 'string' | 'text' | 'choice' | 'port' | 'int' | 'duration' | 'size' | 'bool' | 'level' | 'durations' | 'addr' | 'keys'
 
 export interface OptionSpec {
   /** Dotted key in relay.config.ts, e.g. `webhooks.allowPrivateTargets`. */
@@ -35,7 +35,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'preauth.memoryPerAddress', env: 'RELAY_PREAUTH_MEMORY_PER_ADDRESS', kind: 'size', default: '8MiB', min: 0, max: 2 ** 40, why: 'the same per client address, for request bodies and for WebSockets each (429 with Retry-After beyond it), so one client cannot take the whole budget' },
   { key: 'preauth.bodyTimeout', env: 'RELAY_PREAUTH_BODY_TIMEOUT', kind: 'duration', default: '30s', min: 100, max: 3_600_000, why: 'time to receive a JSON request body (2 MiB at most); a slower one gets 408, so slow senders cannot hold memory' },
   { key: 'preauth.disk', env: 'RELAY_PREAUTH_DISK', kind: 'size', default: '256MiB', min: 0, max: 2 ** 50, why: 'disk that blob uploads may use before their signature is verified, over all uploads; beyond it bytes are only hashed and a verified upload gets 503 with Retry-After' },
-  { key: 'rateLimits.addressExempt', env: 'RELAY_RATE_ADDRESS_EXEMPT', kind: 'text', default: '127.0.0.0/8,::1', why: 'addresses (IPs or CIDR ranges, comma-separated) that per-address limits leave alone: by default the relay machine itself (local agents, MCP bridges, health checks, load tests); the relay-wide budgets still apply. Behind a proxy on the same machine set RELAY_TRUST_PROXY, or every client would be exempt' },
+  { key: 'rateLimits.addressExempt', env: 'RELAY_RATE_ADDRESS_EXEMPT', kind: 'text', default: '127.0.0.0/8,::1', why: 'addresses (IPs or CIDR ranges, comma-separated) that per-address limits leave alone: by default the relay machine itself (local agents, MCP bridges, health checks, load tests); the relay-wide budgets still apply. Behind a proxy on the same machine set RELAY_TRUST_PROXY, or every client would be exempt; set it empty to exempt nothing' },
   { key: 'rateLimits.newAgentsPerHour', env: 'RELAY_RATE_NEW_AGENTS_PER_HOUR', kind: 'int', default: 100, min: 0, max: 10_000_000, why: 'new keys (agent records) one client address may create per hour, so a script with fresh keys cannot fill the database; exempt addresses are not counted (0 = unlimited)' },
   { key: 'trustProxy', env: 'RELAY_TRUST_PROXY', kind: 'bool', default: false, why: 'take the client address for per-address limits from the last X-Forwarded-For entry; only behind a proxy that sets it, else clients could pick their own address' },
   { key: 'blobs.maxSize', env: 'RELAY_BLOB_MAX_SIZE', kind: 'size', default: '100MiB', min: 1, max: 16 * 1024 ** 3, why: 'docs/protocol.md §6: largest single blob' },
@@ -46,6 +46,7 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'blobs.unattachedTtl', env: 'RELAY_BLOB_UNATTACHED_TTL', kind: 'duration', default: '24h', min: 1000, why: 'docs/protocol.md §6: time to attach an uploaded blob to a message before it is collected' },
   { key: 'messages.expiredRetention', env: 'RELAY_EXPIRED_RETENTION', kind: 'duration', default: '7d', min: 0, why: 'docs/protocol.md §4.6: how long an expired envelope answers status queries' },
   { key: 'admission.mode', env: 'RELAY_ADMISSION', kind: 'choice', choices: ['open', 'allowlist', 'existing'], default: 'open', why: 'who may use the relay: open — any key becomes an agent on its first request; allowlist — only keys listed with relay admin allow (others 403, no record); existing — agents that exist keep working, new keys get 403' },
+  { key: 'admin.keys', env: 'RELAY_ADMIN_KEYS', kind: 'keys', default: '', why: 'public keys (comma-separated) that may call the operator API /v1/admin and see the operator views of the console; always admitted, whatever RELAY_ADMISSION says. Empty: nobody, the API answers 403' },
   { key: 'admission.maxAgents', env: 'RELAY_MAX_AGENTS', kind: 'int', default: 0, min: 0, max: 1_000_000_000, why: 'agent records the relay will hold; a new key beyond it gets 403 (0 = unlimited)' },
   { key: 'ws.maxConnections', env: 'RELAY_WS_MAX_CONNECTIONS', kind: 'int', default: 5, min: 1, max: 1000, why: 'docs/protocol.md §8: WebSockets per agent; enough for a few replicas of one agent' },
   { key: 'ws.pingInterval', env: 'RELAY_WS_PING_INTERVAL', kind: 'duration', default: '30s', min: 1000, why: 'docs/protocol.md §8: keepalive pings; a connection that misses one is closed' },

@@ -43,7 +43,7 @@ export function installBlobs(ctx: FeatureContext, deps: { messages: MessagesServ
     return { temp_files: 0, files_removed: 0 }
   })
   ctx.onStop.push(() => startupCleanup.then(() => {}))
-  ctx.scheduler.add(SWEEP_BLOBS_JOB, config.sweepIntervalMs, (now) => sweeper.runOnce(now))
+  ctx.scheduler.add(SWEEP_BLOBS_JOB, config.sweepIntervalMs, (now) => sweeper.runOnce(now), { exclusive: true })
 
   ctx.health.component('blob_store', async () => {
     const stored = await storage.blobs.storedContents()

@@ -32,7 +32,7 @@ export function installMessages(ctx: FeatureContext) {
   ctx.scheduler.add(EXPIRE_MESSAGES_JOB, config.sweepIntervalMs, async (now) => {
     const result = await sweeper.runOnce(now)
     return { ...result, rate_limit_agents_dropped: await rateLimiter.prune(now) }
-  })
+  }, { exclusive: true })
   // an agent deleted: its ACL entries and the messages addressed to it go (docs/protocol.md §2.2)
   ctx.agents.onDelete(async (tx, publicKey) => {
     await tx.acl.removeOwnedBy(publicKey)

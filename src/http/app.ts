@@ -23,7 +23,15 @@ export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
 
 /** Paths that need no signature (docs/protocol.md §1.1). */
 export function isPublicPath(path: string): boolean {
-  return path.startsWith('/v1/health') || path === '/v1/openapi.json' || path === '/docs' || path.startsWith('/docs/') || path === '/metrics'
+  return (
+    path.startsWith('/v1/health') ||
+    path === '/v1/openapi.json' ||
+    path === '/docs' ||
+    path.startsWith('/docs/') ||
+    path === '/console' ||
+    path.startsWith('/console/') ||
+    path === '/metrics'
+  )
 }
 
 /** Routes that read their own body as a stream (blob uploads). */

@@ -75,4 +75,13 @@ export const ROUTE_ERRORS: Record<string, { id: string; errors: ErrorCode[]; pub
   'get /v1/agents/{publicKey}/webhook': { id: 'getWebhook', errors: ['bad_request', 'forbidden', 'not_found'] },
   'delete /v1/agents/{publicKey}/webhook': { id: 'deleteWebhook', errors: ['bad_request', 'forbidden', 'not_found'] },
   'get /v1/ws': { id: 'websocket', errors: ['bad_request'] },
+  'get /v1/admin/stats': { id: 'adminStats', errors: ['forbidden'] },
+  'get /v1/admin/agents': { id: 'adminListAgents', errors: ['bad_request', 'forbidden'] },
+  'post /v1/admin/agents/{publicKey}/suspend': { id: 'adminSuspendAgent', errors: [...JSON_BODY, 'forbidden', 'agent_not_found'] },
+  'post /v1/admin/agents/{publicKey}/unsuspend': { id: 'adminUnsuspendAgent', errors: [...JSON_BODY, 'forbidden', 'agent_not_found'] },
+  'get /v1/admin/admission': { id: 'adminListAllowed', errors: ['forbidden'] },
+  'post /v1/admin/admission': { id: 'adminAllowKey', errors: [...JSON_BODY, 'forbidden'] },
+  'delete /v1/admin/admission/{publicKey}': { id: 'adminRevokeKey', errors: ['bad_request', 'forbidden', 'not_found'] },
+  'get /v1/admin/webhooks': { id: 'adminWebhookQueue', errors: ['bad_request', 'forbidden'] },
+  'get /v1/admin/errors': { id: 'adminRecentErrors', errors: ['bad_request', 'forbidden'] },
 }

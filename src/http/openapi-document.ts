@@ -228,6 +228,7 @@ const TAGS = [
   { name: 'blobs', description: 'Files to attach to messages: upload, download, delete (docs/protocol.md §6).' },
   { name: 'webhooks', description: 'Deliveries to a URL of yours, signed with HMAC (docs/protocol.md §9).' },
   { name: 'websocket', description: 'Messages pushed as they arrive; acks and sends (docs/protocol.md §8).' },
+  { name: 'admin', description: 'The operator API: only keys listed in RELAY_ADMIN_KEYS may call it, everyone else gets 403 (docs/protocol.md, "Operator API").' },
   { name: 'health', description: 'Liveness, readiness and details; no signature (docs/protocol.md §10).' },
 ]
 

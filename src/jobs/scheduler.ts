@@ -10,10 +10,22 @@ import type { Logger } from '../lib/logger.ts'
 
 export type JobStep = (now: number) => unknown | Promise<unknown>
 
+/** Runs a job's step unless another instance runs the job with that name (Storage.exclusive). */
+export type ExclusiveRunner = <T>(job: string, fn: () => Promise<T>) => Promise<{ ran: true; value: T } | { ran: false }>
+
+export interface JobOptions {
+  /**
+   * One instance at a time in a cluster (sweeps, expiry): the run is skipped while another instance
+   * holds the job. Jobs whose work is claimed row by row (webhook dispatch) run everywhere.
+   */
+  exclusive?: boolean
+}
+
 interface JobState {
   name: string
   intervalMs: number
   step: JobStep
+  exclusive: boolean
   cron?: Cron
   running?: Promise<void>
   lastRunAt?: number
@@ -31,10 +43,11 @@ export class Scheduler {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly onRun?: (name: string, durationMs: number, ok: boolean) => void,
+    private readonly exclusiveRunner?: ExclusiveRunner,
   ) {}
 
-  add(name: string, intervalMs: number, step: JobStep): void {
-    const job: JobState = { name, intervalMs, step, runs: 0 }
+  add(name: string, intervalMs: number, step: JobStep, opts: JobOptions = {}): void {
+    const job: JobState = { name, intervalMs, step, exclusive: opts.exclusive === true, runs: 0 }
     this.jobs.set(name, job)
     if (this.started) this.schedule(job)
   }
@@ -50,7 +63,12 @@ export class Scheduler {
       const now = this.clock.now()
       let ok = true
       try {
-        result = await job.step(now)
+        if (job.exclusive && this.exclusiveRunner) {
+          const outcome = await this.exclusiveRunner(name, async () => job.step(now))
+          result = outcome.ran ? outcome.value : { skipped: 'running on another instance' }
+        } else {
+          result = await job.step(now)
+        }
         job.lastError = undefined
         job.lastResult = result
       } catch (err) {

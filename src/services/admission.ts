@@ -7,7 +7,8 @@
  *   others get 403 `forbidden`.
  * - `existing`: agents that exist keep working; new keys get 403.
  *
- * In every mode a new key is refused when the relay holds `maxAgents` agents, and when its client
+ * Operator keys (RELAY_ADMIN_KEYS) are admitted in every mode, so the operator can always reach the
+ * relay's admin API and console. In every mode a new key is refused when the relay holds `maxAgents` agents, and when its client
  * address created `newAgentsPerHour` agents within the hour. The allowlist is cached in memory and
  * refreshed when its version changes (another process or instance edited it), within the change
  * watcher's interval.
@@ -25,6 +26,8 @@ export interface AdmissionOptions {
   maxAgents: number
   /** New agents one client address may create per hour (0 = unlimited). */
   newAgentsPerHour: number
+  /** Operator keys (RELAY_ADMIN_KEYS): admitted in every mode, never counted against the caps. */
+  adminKeys?: readonly string[]
 }
 
 const HOUR_MS = 3_600_000
@@ -36,16 +39,25 @@ export class AdmissionService implements AdmissionGate {
   private version = -1
   /** New agents per client address in the current hour: address → [hour start, count]. */
   private readonly created = new Map<string, { hour: number; n: number }>()
+  private readonly adminKeys: ReadonlySet<string>
 
   constructor(
     private readonly storage: Storage,
     private readonly clock: Clock,
     readonly options: AdmissionOptions,
-  ) {}
+  ) {
+    this.adminKeys = new Set(options.adminKeys ?? [])
+  }
+
+  /** Whether the key is one of the operator's (RELAY_ADMIN_KEYS). */
+  isAdmin(publicKey: string): boolean {
+    return this.adminKeys.has(publicKey)
+  }
 
   /** Refuses (403) a key the relay does not admit; `known` whether it has an agent record. */
   async check(publicKey: string, known: boolean, address?: string | null): Promise<void> {
     const { mode, maxAgents } = this.options
+    if (this.adminKeys.has(publicKey)) return
     if (mode === 'allowlist' && !(await this.isListed(publicKey))) {
       throw refused('This relay admits only keys its operator has listed')
     }
@@ -59,7 +71,7 @@ export class AdmissionService implements AdmissionGate {
 
   /** Whether `publicKey` may store anything now (blob uploads decide before reading a byte). */
   async mayUse(publicKey: string): Promise<boolean> {
-    if (this.options.mode === 'open') return true
+    if (this.options.mode === 'open' || this.adminKeys.has(publicKey)) return true
     if (this.options.mode === 'allowlist') return this.isListed(publicKey)
     return (await this.storage.agents.find(publicKey)) !== null
   }

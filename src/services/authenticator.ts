@@ -143,12 +143,16 @@ export class Authenticator {
     if (!(await this.verifiesAny(pre, typeof canonicalText === 'string' ? [canonicalText] : canonicalText))) {
       throw new RelayError('invalid_signature', 'Signature does not verify')
     }
+    // admission first: a key the relay does not admit costs nothing stored, not even a replay entry
+    // (repeating its request only gets the same refusal)
+    const known = await this.agents.find(pre.publicKey)
+    if (this.admission) await this.admission.check(pre.publicKey, known !== null, pre.address)
     // kept for twice the window: a replay is only possible while the timestamp is inside it
     const reservation = await this.replay.reserve(pre.signature.slice(0, SIGNATURE_ID_CHARS), this.clock.now() + 2 * this.toleranceMs)
     if (!reservation) throw new RelayError('replay_detected', 'This signature was already used')
     const committed = reservation.durable
     try {
-      return { agent: await this.resolveAgent(pre.publicKey, pre.address), committed }
+      return { agent: await this.resolveAgent(pre.publicKey, known), committed }
     } catch (err) {
       committed.catch(() => {}) // the request fails anyway; the entry still guards against replays
       throw err
@@ -162,11 +166,9 @@ export class Authenticator {
   }
 
   /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */
-  private async resolveAgent(publicKey: string, address?: string | null): Promise<AgentRecord> {
+  private async resolveAgent(publicKey: string, known: AgentRecord | null): Promise<AgentRecord> {
     const now = this.clock.now()
-    let agent = await this.agents.find(publicKey)
-    if (this.admission) await this.admission.check(publicKey, agent !== null, address)
-    agent ??= await this.agents.create(publicKey, now)
+    const agent = known ?? (await this.agents.create(publicKey, now))
     if (agent.status === 'suspended') throw new RelayError('agent_suspended', 'This agent is suspended')
     const last = this.lastTouch.get(publicKey) ?? agent.lastActiveAt
     if (now - last >= TOUCH_INTERVAL_MS) {

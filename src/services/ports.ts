@@ -19,6 +19,7 @@ import type {
   AgentChange,
   AgentProfileFields,
   AgentRecord,
+  AgentStatus,
   BlobRecord,
   DiscoveryFilter,
   DiscoveryRecord,
@@ -263,6 +264,32 @@ export interface StatsStore {
   figures(now: number): Promise<RelayFigures>
 }
 
+/** A webhook delivery not yet done, as the operator's queue view shows it. */
+export interface QueuedDelivery {
+  deliveryId: string
+  publicKey: string
+  messageId: string
+  state: 'pending' | 'in_flight'
+  attempts: number
+  nextAttemptAt: number
+  lastError: string | null
+  createdAt: number
+}
+
+/**
+ * Operator listings (relay admin, /v1/admin) that the stores above do not offer. Read-only, read
+ * on demand, never on a request's hot path.
+ */
+export interface AdminQueries {
+  /**
+   * Agents oldest first (created_at, then public key), strictly after `after`, only those with
+   * `status` when given; at most `limit`.
+   */
+  listAgents(opts: { status: AgentStatus | null; after: { createdAt: number; publicKey: string } | null; limit: number }): Promise<AgentRecord[]>
+  /** Deliveries pending or in flight, the soonest due first (then by id); at most `limit`. */
+  listQueuedDeliveries(limit: number): Promise<QueuedDelivery[]>
+}
+
 /** The stores a unit of work can touch. */
 export interface Stores {
   agents: AgentStore
@@ -278,6 +305,8 @@ export interface Storage extends Stores {
   readonly kind: string
   admission: AdmissionStore
   stats: StatsStore
+  /** Operator listings (agents by status, the webhook queue). */
+  adminQueries: AdminQueries
   replay: ReplayStore
   rates: RateStore
   discovery: DiscoveryStore

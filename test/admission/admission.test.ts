@@ -33,10 +33,14 @@ describe('RELAY_ADMISSION=allowlist', () => {
     const listed = generateKeyPair()
     const stranger = generateKeyPair()
     await t.relay.admission.allow(listed.publicKey, 'the first agent')
+    const replayEntries = () => (t.relay.sqlite?.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
+    const before = replayEntries()
     const res = await t.client(stranger).transport.send('GET', `/v1/agents/${stranger.publicKey}`)
     const err = await expectError(res, 403, 'forbidden')
     expect(err.message).toMatch(/listed/)
     expect(await exists(t, stranger.publicKey)).toBe(false)
+    // a refused key stores nothing at all, not even the replay entry of its signature
+    expect(replayEntries()).toBe(before)
     expect((await t.client(listed).getAgent()).public_key).toBe(listed.publicKey)
     // another process (relay admin revoke) edits the list: the relay sees it at its next watch
     await t.relay.storage.admission.revoke(listed.publicKey)

@@ -84,6 +84,12 @@ describe('precedence: defaults ← file ← env ← flags', () => {
     expect(c.port).toBe(3333)
     expect(c.dataDir).toBe(join(dir, 'rel'))
   })
+  test('an empty variable is unset, except for free text where empty is the value', async () => {
+    const c = await loadConfig({ cwd: dir, env: { RELAY_PORT: '', RELAY_RATE_ADDRESS_EXEMPT: '' }, flags: { config: file } })
+    expect(c.port).toBe(1111)
+    expect(c.rateLimits.addressExempt).toBe('')
+    expect((await loadConfig({ cwd: dir, env: {} })).rateLimits.addressExempt).toBe('127.0.0.0/8,::1')
+  })
   test('relay.config.ts in the working directory is picked up', async () => {
     const d = tempDir('relay-config-cwd-')
     writeFileSync(join(d, 'relay.config.ts'), `export default { sweepInterval: '5s' }\n`)

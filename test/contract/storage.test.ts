@@ -172,20 +172,31 @@ for (const backend of BACKENDS) {
         expect(ids(await s.messages.listInbox(r, { status: 'expired' }, null, 10, later, later - 5 * HOUR))).toEqual([old.messageId, 'msg_a', 'msg_b', c.messageId])
       })
 
-      test('polls at once (read a page of sent messages and mark it, in one transaction) never share a message', async () => {
+      test('polls at once (read a page of sent messages and mark it, in one transaction) take the oldest, never share one', async () => {
         const s = await open()
         const r = key('R')
-        for (let i = 0; i < 60; i++) await s.messages.insert(message({ createdAt: T0 + i }), [])
+        const order: string[] = []
+        for (let i = 0; i < 60; i++) {
+          const m = message({ createdAt: T0 + i })
+          order.push(m.messageId)
+          await s.messages.insert(m, [])
+        }
+        // as the poll of the messages service: one more than the page, to tell whether more wait
         const poll = () =>
           s.transaction(async (tx) => {
-            const page = await tx.messages.listInbox(r, { status: 'sent' }, null, 5, T0 + 100, T0 - HOUR)
+            const found = await tx.messages.listInbox(r, { status: 'sent' }, null, 6, T0 + 100, T0 - HOUR)
+            const page = found.slice(0, 5)
+            for (const m of page) await tx.messages.find(m.messageId) // a unit that takes a while
             await tx.messages.markDelivered(page.map((m) => m.messageId), T0 + 100)
-            return page.map((m) => m.messageId)
+            return page.map((m) => order.indexOf(m.messageId))
           })
-        const pages = await Promise.all(Array.from({ length: 12 }, poll))
+        const pages = await Promise.all(Array.from({ length: 14 }, poll))
         const got = pages.flat()
         expect(new Set(got).size).toBe(got.length)
         expect(got.length).toBe(60)
+        // one after the other, each the oldest still waiting: full pages of consecutive messages
+        expect(pages.filter((p) => p.length === 5).length).toBe(12)
+        for (const p of pages) if (p.length) expect(p).toEqual([p[0], p[0] + 1, p[0] + 2, p[0] + 3, p[0] + 4])
       })
 
       test('thread: messages a participant sent or received that still exist', async () => {
@@ -572,6 +583,29 @@ for (const backend of BACKENDS) {
       expect(await s.admission.revoke(key('K1'))).toBe(false)
       expect(await s.admission.version()).not.toBe(v1)
       expect(await s.admission.isAllowed(key('K1'))).toBe(false)
+    })
+
+    test('any well-formed text round-trips exactly: U+0000, noncharacters, escapes in JSON text', async () => {
+      const s = await open()
+      const k = key('Text')
+      const name = 'nul\u0000here \uFDD0\uFDD0\u0000 ÿ 🚀 \u202e'
+      const capabilities = JSON.stringify([{ name: 'echo', description: 'nul \u0000 inside', tags: ['text'] }])
+      await s.agents.create(k, T0)
+      await s.agents.updateProfile(k, { displayName: name, visibility: 'public', capabilities, metadata: '{"a":"\\u0000"}' }, T0 + 1)
+      expect(await s.agents.find(k)).toMatchObject({ displayName: name, capabilities, metadata: '{"a":"\\u0000"}' })
+      expect((await s.discovery.search(filter({ nameContains: '\u0000here' }))).map((r) => r.displayName)).toEqual([name])
+      expect((await s.discovery.search(filter({ tags: ['text'], words: ['echo'] }))).map((r) => r.publicKey)).toEqual([k])
+      await s.agents.suspend(k, 'why\u0000not', T0 + 2)
+      expect((await s.agents.find(k))?.suspendedReason).toBe('why\u0000not')
+      const m = message({ threadId: 'th\u0000', inReplyTo: '\u0000', contentType: 'text/x\u0000y', recipientKey: k })
+      await s.messages.insert(m, [])
+      expect(await s.messages.find(m.messageId)).toEqual(m)
+      expect(await s.messages.find('msg_\u0000')).toBeNull()
+      expect((await s.messages.listInbox(k, { status: 'sent', threadId: 'th\u0000', inReplyTo: '\u0000' }, null, 10, T0, T0 - HOUR)).map((r) => r.messageId)).toEqual([m.messageId])
+      expect(await s.messages.listInbox(k, { status: 'sent', threadId: 'th' }, null, 10, T0, T0 - HOUR)).toEqual([])
+      expect((await s.messages.listThread('th\u0000', k, null, 10, T0, T0 - HOUR)).length).toBe(1)
+      await s.admission.allow(key('Note'), 'note\u0000', T0)
+      expect(await s.admission.list()).toEqual([{ publicKey: key('Note'), note: 'note\u0000', createdAt: T0 }])
     })
 
     test('state: numbers by key', async () => {

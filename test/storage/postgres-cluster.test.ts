@@ -84,6 +84,15 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     b.signals.agentGone(key('Gone'), 'suspended')
     await eventually(() => gone.length > 0)
     expect(gone).toEqual([`${key('Gone')}:suspended`])
+    // A finds the same suspension in its change scan and announces it too: B is not told again
+    const heardOnB: string[] = []
+    b.signals.onAgentGone((k) => heardOnB.push(k))
+    a.signals.agentGone(key('Gone'), 'suspended')
+    // and another removal of the same agent still travels
+    a.signals.agentGone(key('Gone'), 'deleted')
+    await eventually(() => heardOnB.length > 0)
+    await Bun.sleep(100)
+    expect(heardOnB).toEqual([key('Gone')])
   })
 
   test('a replay on B of a signature accepted on A is refused', async () => {

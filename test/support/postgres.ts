@@ -8,7 +8,7 @@ import { SQL } from 'bun'
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { requireProgram } from './requires.ts'
 
 export interface TestPostgres {
@@ -58,6 +58,17 @@ async function run(args: string[]): Promise<void> {
   if (code !== 0) throw new Error(`${args[0]} failed (${code}): ${err || out}`)
 }
 
+/**
+ * Stops the server and removes its directory once this test process is gone, however it ends (an
+ * exit hook does not run when the runner is killed): a detached shell that polls for our pid.
+ */
+function watchdog(bin: string, data: string, dir: string): void {
+  const stop = asPostgres([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']).map((a) => `'${a}'`).join(' ')
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; [ -d '${data}' ] && ${stop} >/dev/null 2>&1; rm -rf '${dir}'`
+  const proc = Bun.spawn(['sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore', detached: true } as never)
+  proc.unref()
+}
+
 export async function startPostgres(bin: string): Promise<TestPostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'relay-pg-'))
   chmodSync(dir, 0o777)
@@ -77,6 +88,7 @@ export async function startPostgres(bin: string): Promise<TestPostgres> {
     await run([join(bin, 'pg_ctl'), '-D', data, '-w', '-t', '30', '-m', 'fast', 'stop']).catch(() => {})
   }
   await start()
+  watchdog(bin, data, dir)
   let counter = 0
   return {
     url,
@@ -109,16 +121,10 @@ export function postgresRunner(purpose: string): string | null {
 
 let shared: Promise<TestPostgres> | null = null
 
-/** One server for every suite of this test process that only needs databases; stopped when the process exits. */
+/** One server for every suite of this test process that only needs databases; stopped once the process is gone. */
 export function sharedPostgres(bin: string): Promise<TestPostgres> {
   if (!shared) {
-    shared = startPostgres(bin).then((pg) => {
-      process.once('exit', () => {
-        Bun.spawnSync(asPostgres([join(bin, 'pg_ctl'), '-D', pg.dataDir, '-m', 'immediate', 'stop']), { stdout: 'ignore', stderr: 'ignore' })
-        rmSync(dirname(pg.dataDir), { recursive: true, force: true })
-      })
-      return pg
-    })
+    shared = startPostgres(bin)
   }
   return shared
 }

@@ -11,7 +11,7 @@ import scalarBundlePath from '../../../node_modules/@scalar/api-reference/dist/b
 import { EXAMPLE, finishDocument } from '../openapi-document.ts'
 
 const DOCUMENT_PATH = '/v1/openapi.json'
-const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/metrics', DOCUMENT_PATH] }
+const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/metrics', '/console', '/console/', '/console/console.js', '/console/console.css', DOCUMENT_PATH] }
 
 /** Scalar's options; every one that could reach a Scalar-hosted service is switched off. */
 export const SCALAR_CONFIG = {

@@ -14,9 +14,17 @@ const CACHE_MAX = 20_000
  */
 export class PgAgentCache {
   private readonly rows = new Map<string, { row: AgentRecord; at: number }>()
-  /** Grows with every drop: a read that started before a drop does not fill the cache with what it read. */
-  generation = 0
+  /** Per key, the number of the latest drop: a read that started before a drop of its key does not fill the cache. */
+  private readonly drops = new Map<string, number>()
+  private dropCount = 0
+  /** Grows when `drops` is cleared (it is bounded): then every read under way is refused too. */
+  private epoch = 0
   constructor(private readonly maxAgeMs = 5_000) {}
+
+  /** Taken before a read, handed to `set` with what was read. */
+  mark(key: string): { epoch: number; drop: number } {
+    return { epoch: this.epoch, drop: this.drops.get(key) ?? 0 }
+  }
   get(key: string): AgentRecord | undefined {
     const hit = this.rows.get(key)
     if (!hit) return undefined
@@ -25,14 +33,18 @@ export class PgAgentCache {
     this.rows.set(key, hit)
     return hit.row
   }
-  set(key: string, row: AgentRecord, readAt: number = this.generation): void {
-    if (readAt !== this.generation) return
+  set(key: string, row: AgentRecord, mark: { epoch: number; drop: number }): void {
+    if (mark.epoch !== this.epoch || (this.drops.get(key) ?? 0) !== mark.drop) return
     this.rows.set(key, { row, at: performance.now() })
     if (this.rows.size > CACHE_MAX) this.rows.delete(this.rows.keys().next().value as string)
   }
   drop(key: string): void {
-    this.generation++
     this.rows.delete(key)
+    this.drops.set(key, ++this.dropCount)
+    if (this.drops.size > CACHE_MAX) {
+      this.drops.clear()
+      this.epoch++
+    }
   }
 }
 
@@ -59,6 +71,27 @@ export function searchWords(text: string): string[] {
     .toLowerCase()
     .split(/[^\p{L}\p{N}\p{Co}]+/u)
     .filter((w) => w.length > 0)
+}
+
+/**
+ * The tags of a capabilities document as SQLite's trigger reads them: every string in the `tags` array
+ * of each capability, lower-cased (ASCII letters, as SQLite's lower()), each once, in order.
+ */
+export function profileTags(capabilities: string): string[] {
+  const tags = new Set<string>()
+  try {
+    const caps = JSON.parse(capabilities) as unknown
+    if (Array.isArray(caps)) {
+      for (const c of caps) {
+        const list = c && typeof c === 'object' ? (c as { tags?: unknown }).tags : undefined
+        if (!Array.isArray(list)) continue
+        for (const t of list) if (typeof t === 'string') tags.add(t.replace(/[A-Z]/g, (ch) => ch.toLowerCase()))
+      }
+    }
+  } catch {
+    // not JSON: no tags
+  }
+  return [...tags].sort()
 }
 
 /** The searchable words of a profile: display name, capability names and descriptions. */
@@ -102,9 +135,9 @@ export class PgAgentStore implements AgentStore {
       const hit = this.cache.get(publicKey)
       if (hit) return hit
     }
-    const readAt = this.cache.generation
+    const mark = this.cache.mark(publicKey)
     const row = await one<AgentRecord>(this.db, `SELECT ${COLUMNS} FROM agents WHERE public_key = $1`, [publicKey])
-    if (row && !this.inTransaction) this.cache.set(publicKey, row, readAt)
+    if (row && !this.inTransaction) this.cache.set(publicKey, row, mark)
     return row
   }
 
@@ -122,12 +155,25 @@ export class PgAgentStore implements AgentStore {
   async updateProfile(publicKey: string, fields: AgentProfileFields, now: number): Promise<void> {
     const names = (Object.keys(fields) as (keyof AgentProfileFields)[]).filter((k) => fields[k] !== undefined).sort()
     const sets = names.map((n, i) => `${PROFILE_COLUMNS[n]} = $${i + 3}`)
-    const updated = await one<{ displayName: string | null; capabilities: string }>(
+    const updated = await one<{ displayName: string | null; capabilities: string; listed: boolean; lastActiveAt: number }>(
       this.db,
       `UPDATE agents SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE public_key = $1
-       RETURNING display_name AS "displayName", capabilities`,
+       RETURNING display_name AS "displayName", capabilities, visibility = 'public' AND status = 'active' AS listed,
+         last_active_at::float8 AS "lastActiveAt"`,
       [publicKey, now, ...names.map((n) => fields[n])],
     )
+    if (updated && fields.capabilities !== undefined) {
+      // agent_tags rows in tag order: their triggers update tag_counts rows in one order in every unit
+      await exec(this.db, 'DELETE FROM agent_tags WHERE public_key = $1', [publicKey])
+      const tags = profileTags(updated.capabilities)
+      if (tags.length) {
+        await exec(
+          this.db,
+          `INSERT INTO agent_tags (public_key, tag, listed, last_active_at) SELECT $1, t, $3, $4 FROM unnest($2::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING`,
+          [publicKey, tags, updated.listed, updated.lastActiveAt],
+        )
+      }
+    }
     if (updated && (fields.displayName !== undefined || fields.capabilities !== undefined)) {
       await exec(this.db, 'DELETE FROM agent_words WHERE public_key = $1', [publicKey])
       const words = profileWords(updated.displayName, updated.capabilities)

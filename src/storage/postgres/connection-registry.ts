@@ -39,7 +39,7 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
   async tryAdd(publicKey: string, connectionId: string, limit: number, now: number): Promise<boolean> {
     try {
       return await this.sql.begin(async (tx) => {
-        await tx.unsafe('SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.ws:${publicKey}`])
+        await exec(tx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.ws:${publicKey}`])
         const row = await one<{ n: number }>(
           tx,
           'SELECT count(*)::int AS n FROM ws_connections WHERE public_key = $1 AND heartbeat_at > $2 AND NOT (connection_id = $3 AND instance_id = $4)',

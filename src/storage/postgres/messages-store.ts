@@ -18,10 +18,10 @@ const START: MessagePosition = { createdAt: -1, messageId: '' }
 const VISIBLE_WHERE = `expires_at > $3 AND (status <> 'delivered' OR expires_at > $2)`
 
 /**
- * Message storage on the pool or on one transaction. In a transaction, a page of `sent` messages is
- * read with its rows locked (`FOR UPDATE SKIP LOCKED`): a poll reads and marks its page in one unit, and
- * a concurrent poll of the same inbox — on this instance or another — takes the next messages instead of
- * the same ones (SQLite's single writer gives the same guarantee).
+ * Message storage on the pool or on one transaction. In a transaction, reading a page of `sent` messages
+ * (a poll, which marks the page delivered in the same unit) first takes a transaction-scoped advisory
+ * lock on the inbox, and locks the rows it returns: polls of one inbox — on this instance or another —
+ * run one after the other, each seeing what the previous one delivered, as under SQLite's single writer.
  */
 export class PgMessageStore implements MessageStore {
   constructor(
@@ -70,7 +70,9 @@ export class PgMessageStore implements MessageStore {
     if (filter.inReplyTo) where.push(`in_reply_to = ${p(filter.inReplyTo)}`)
     if (filter.threadId) where.push(`thread_id = ${p(filter.threadId)}`)
     where.push(`(created_at, message_id) > (${p(pos.createdAt)}::bigint, ${p(pos.messageId)}::text)`)
-    const lock = this.inTransaction && filter.status === 'sent' ? ' FOR UPDATE SKIP LOCKED' : ''
+    const poll = this.inTransaction && filter.status === 'sent'
+    if (poll) await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.inbox:${recipientKey}`])
+    const lock = poll ? ' FOR UPDATE' : ''
     return rows<MessageRecord>(
       this.db,
       `SELECT ${COLUMNS} FROM messages WHERE ${where.join(' AND ')} ORDER BY created_at, message_id LIMIT ${p(limit)}${lock}`,

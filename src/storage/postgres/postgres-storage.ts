@@ -8,6 +8,7 @@ import type { SQL } from 'bun'
 import type { Logger } from '../../lib/logger.ts'
 import type { Storage, Stores } from '../../services/ports.ts'
 import { PgAclStore } from './acl-store.ts'
+import { PgAdminQueries } from './admin-queries.ts'
 import { PgAdmissionStore } from './admission-store.ts'
 import { PgAgentCache, PgAgentStore } from './agents-store.ts'
 import { PgBlobRecordStore } from './blobs-store.ts'
@@ -40,6 +41,28 @@ const TX_WRITES: { [K in keyof Stores]?: readonly string[] } & { admission?: rea
 
 type TxStores = Stores & { admission: PgAdmissionStore }
 
+/** Attempts of a unit that PostgreSQL aborted to break a deadlock or a serialization conflict. */
+const CONFLICT_ATTEMPTS = 3
+const isConflict = (err: unknown) => {
+  const state = (err as { errno?: unknown })?.errno
+  return state === '40P01' || state === '40001'
+}
+
+/**
+ * Runs `fn` again when PostgreSQL aborted it to break a deadlock (two units updating shared counters
+ * in different orders): nothing of it was kept, so running it again is what a client retry would do.
+ */
+async function retryingConflicts<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (attempt >= CONFLICT_ATTEMPTS || !isConflict(err)) throw err
+      await new Promise((r) => setTimeout(r, attempt * 5 + Math.random() * 10))
+    }
+  }
+}
+
 /** Every method of `store` with driver errors mapped; those named in `inTx` run in a transaction of their own. */
 function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
   const out: Record<string, unknown> = {}
@@ -51,8 +74,12 @@ function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn:
     } else {
       const method = (proto[name] as (...a: unknown[]) => unknown).bind(store)
       out[name] = (...args: unknown[]) => {
-        const result = method(...args)
-        return result instanceof Promise ? result.catch((err) => Promise.reject(mapPostgresError(err))) : result
+        const first = method(...args)
+        if (!(first instanceof Promise)) return first
+        let tries = 1
+        const again = (err: unknown): Promise<unknown> =>
+          tries++ < CONFLICT_ATTEMPTS && isConflict(err) ? (method(...args) as Promise<unknown>).catch(again) : Promise.reject(mapPostgresError(err))
+        return first.catch(again)
       }
     }
   }
@@ -77,6 +104,8 @@ export class PostgresStorage implements Storage {
   readonly rates
   readonly discovery
   readonly stats
+  /** Operator listings (relay admin, /v1/admin), on the pool. */
+  readonly adminQueries
   readonly cache = new PgAgentCache()
   private closed = false
   private probes = 0
@@ -98,6 +127,7 @@ export class PostgresStorage implements Storage {
     this.rates = mapped(new PgRateStore(sql))
     this.discovery = mapped(new PgDiscoveryStore(sql))
     this.stats = mapped(new PgStatsStore(sql))
+    this.adminQueries = mapped(new PgAdminQueries(sql))
   }
 
   transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
@@ -108,7 +138,7 @@ export class PostgresStorage implements Storage {
   private async run<T>(fn: (tx: TxStores) => Promise<T>): Promise<T> {
     const afterCommit: (() => void)[] = []
     try {
-      const value = await this.sql.begin(async (db) => {
+      const value = await retryingConflicts(() => this.sql.begin(async (db) => {
         const tx: TxStores = {
           agents: new PgAgentStore(db, this.cache, true, (step) => afterCommit.push(step)),
           messages: new PgMessageStore(db, true),
@@ -119,7 +149,7 @@ export class PostgresStorage implements Storage {
           admission: new PgAdmissionStore(db),
         }
         return fn(tx)
-      })
+      }))
       this.stat.commits++
       for (const step of afterCommit) step()
       return value as T

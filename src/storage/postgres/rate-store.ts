@@ -12,7 +12,7 @@ export class PgRateStore implements RateStore {
 
   async hit(bucket: string, limit: number, windowMs: number, now: number): Promise<{ allowed: boolean; count: number; oldestAt: number }> {
     return this.sql.begin(async (tx) => {
-      await tx.unsafe('SELECT pg_advisory_xact_lock(hashtext($1))', [bucket])
+      await exec(tx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [bucket])
       const window = await one<{ n: number; oldest: number | null }>(
         tx,
         'SELECT count(*)::int AS n, min(at)::float8 AS oldest FROM rate_events WHERE bucket = $1 AND at > $2',

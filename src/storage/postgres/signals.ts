@@ -14,6 +14,12 @@ import type { MessageStore, Signals } from '../../services/ports.ts'
 /** The channel every instance of a database listens on. */
 export const SIGNAL_CHANNEL = 'relay_signals'
 
+/**
+ * An agent removal announced or heard within this long is not sent again: every instance also finds a
+ * suspension in its agent change scan and announces it, which would otherwise echo once per instance.
+ */
+const GONE_ECHO_MS = 5_000
+
 type Notice = { i: string; t: 'm'; id: string } | { i: string; t: 'g'; k: string; r: 'deleted' | 'suspended' }
 type GoneListener = (publicKey: string, reason: 'deleted' | 'suspended') => void
 
@@ -24,6 +30,8 @@ export class PostgresSignals implements Signals {
   private subscription: { unlisten(): Promise<void> } | null = null
   private listens = 0
   private closed = false
+  /** `key:reason` → when it was last sent or heard (performance.now()). */
+  private readonly goneSeen = new Map<string, number>()
 
   constructor(
     private readonly sql: SQL,
@@ -58,7 +66,20 @@ export class PostgresSignals implements Signals {
 
   agentGone(publicKey: string, reason: 'deleted' | 'suspended'): void {
     for (const l of this.goneListeners) this.call(() => l(publicKey, reason))
+    if (this.recentlyGone(publicKey, reason)) return
     this.send({ i: this.instanceId, t: 'g', k: publicKey, r: reason })
+  }
+
+  /** Whether this removal was sent or heard within GONE_ECHO_MS; records it either way. */
+  private recentlyGone(publicKey: string, reason: string): boolean {
+    const now = performance.now()
+    if (this.goneSeen.size > 10_000) {
+      for (const [k, at] of this.goneSeen) if (now - at > GONE_ECHO_MS) this.goneSeen.delete(k)
+    }
+    const id = `${publicKey}:${reason}`
+    const last = this.goneSeen.get(id)
+    this.goneSeen.set(id, now)
+    return last !== undefined && now - last < GONE_ECHO_MS
   }
 
   onAgentGone(listener: GoneListener): void {
@@ -93,6 +114,7 @@ export class PostgresSignals implements Signals {
     }
     if (this.closed || notice.i === this.instanceId) return
     if (notice.t === 'g') {
+      this.recentlyGone(notice.k, notice.r)
       for (const l of this.goneListeners) this.call(() => l(notice.k, notice.r))
       return
     }

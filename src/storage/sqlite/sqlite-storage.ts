@@ -9,6 +9,7 @@ import type { Logger } from '../../lib/logger.ts'
 import type { Storage, Stores } from '../../services/ports.ts'
 import { SlidingWindowCounters } from '../../lib/sliding-window.ts'
 import { SqliteAclStore } from './acl-store.ts'
+import { SqliteAdminQueries } from './admin-queries.ts'
 import { SqliteAdmissionStore } from './admission-store.ts'
 import { AgentCache, SqliteAgentStore } from './agents-store.ts'
 import { SqliteBlobRecordStore } from './blobs-store.ts'
@@ -94,6 +95,8 @@ export class SqliteStorage implements Storage {
   /** Operator figures (relay admin stats, metrics), on the reader. */
   readonly statsRepo: StatsRepo
   readonly stats = { figures: async (now: number) => this.statsRepo.all(now) }
+  /** Operator listings (relay admin, /v1/admin), on the reader. */
+  readonly adminQueries: SqliteAdminQueries
   private readonly checkpointer: Checkpointer
   private closed = false
   private probes = 0
@@ -132,6 +135,7 @@ export class SqliteStorage implements Storage {
     this.replay = new SqliteReplayStore(writer, reader, (op) => this.uow.run(async () => op()), opts.now)
     this.discovery = new SqliteDiscoveryStore(reader)
     this.statsRepo = new StatsRepo(reader, opts.path)
+    this.adminQueries = new SqliteAdminQueries(reader)
   }
 
   transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {

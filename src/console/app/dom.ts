@@ -1,0 +1,46 @@
+/** A few DOM helpers: elements from a tag, attributes and children, with no templating and no innerHTML. */
+
+type Child = Node | string | number | null | undefined | false | Child[]
+type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>
+
+/** `h('button', {type: 'button', onclick: f}, 'Send')`; `on…` attributes are listeners, booleans toggle. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag)
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue
+    if (name.startsWith('on') && typeof value === 'function') el.addEventListener(name.slice(2), value)
+    else if (name === 'value' && 'value' in el) (el as HTMLInputElement).value = String(value)
+    else el.setAttribute(name, value === true ? '' : String(value))
+  }
+  append(el, children)
+  return el
+}
+
+function append(el: Node, children: Child[]): void {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue
+    if (Array.isArray(c)) append(el, c)
+    else el.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c)
+  }
+}
+
+/** Replaces every child of `el`. */
+export function fill(el: Element, ...children: Child[]): void {
+  el.replaceChildren()
+  append(el, children)
+}
+
+let ids = 0
+/** A labelled form field: the label names the control for assistive technology. */
+export function field(label: string, control: HTMLElement, hint?: string): HTMLElement {
+  const id = control.id || `f${++ids}`
+  control.id = id
+  const hintEl = hint ? h('small', { id: `${id}-hint`, class: 'hint' }, hint) : null
+  if (hintEl) control.setAttribute('aria-describedby', hintEl.id)
+  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hintEl)
+}
+
+/** A short key for display: the first and last characters. */
+export const shortKey = (key: string): string => (key.length > 16 ? `${key.slice(0, 8)}…${key.slice(-6)}` : key)
+
+export const when = (iso: string | undefined): string => (iso ? new Date(iso).toLocaleString() : '')

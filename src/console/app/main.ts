@@ -1,0 +1,190 @@
+/**
+ * The web console: a page of the relay that acts as an agent with a key held in this browser. Every
+ * request is signed here; the key never leaves the browser. Views are plain DOM, switched by the
+ * navigation (and the URL hash, so the back button and bookmarks work).
+ */
+import { ApiError, LiveSocket, call } from './api.ts'
+import type { Ctx, View } from './context.ts'
+import { field, fill, h, shortKey } from './dom.ts'
+import { forgetIdentity, generateIdentity, identityFromFile, loadIdentity, saveIdentity, type Identity } from './keys.ts'
+import { adminView } from './views/admin.ts'
+import { discoverView, profileView } from './views/directory.ts'
+import { downloadsView, inboxView, sendView, statusView, threadsView } from './views/messages.ts'
+
+const VIEWS: { name: string; label: string; view: View; admin?: boolean }[] = [
+  { name: 'inbox', label: 'Inbox', view: inboxView },
+  { name: 'threads', label: 'Threads', view: threadsView },
+  { name: 'send', label: 'Send', view: sendView },
+  { name: 'status', label: 'Status', view: statusView },
+  { name: 'downloads', label: 'Downloads', view: downloadsView },
+  { name: 'discover', label: 'Discover', view: discoverView },
+  { name: 'profile', label: 'Profile', view: profileView },
+  { name: 'admin', label: 'Operator', view: adminView, admin: true },
+]
+
+const main = document.getElementById('main') as HTMLElement
+const nav = document.getElementById('nav') as HTMLElement
+const keyBar = document.getElementById('key') as HTMLElement
+const live = document.getElementById('live') as HTMLElement
+const connection = document.getElementById('connection') as HTMLElement
+
+function notify(text: string, kind: 'ok' | 'error' = 'ok'): void {
+  fill(live, h('p', { class: kind, role: kind === 'error' ? 'alert' : 'status' }, text))
+}
+
+let ctx: Ctx | null = null
+
+function showKeySetup(): void {
+  fill(nav)
+  fill(keyBar)
+  fill(connection)
+  const file = h('input', { type: 'file', name: 'keyfile', accept: '.key,.json,application/json' })
+  const text = h('textarea', { name: 'keytext', rows: 4, spellcheck: 'false', autocomplete: 'off' })
+  const useText = async (content: string) => {
+    try {
+      await start(await identityFromFile(content), true)
+    } catch (err) {
+      notify(`Import failed: ${(err as Error).message}`, 'error')
+    }
+  }
+  fill(
+    main,
+    h('h2', {}, 'Your key'),
+    h(
+      'p',
+      {},
+      'The console acts as an agent with an Ed25519 key held in this browser (localStorage). The key is never sent: every request is signed here. ' +
+        'Make a new key, or import the key file of an agent (the JSON file that relay keygen writes).',
+    ),
+    h('button', { type: 'button', id: 'generate', onclick: async () => start(await generateIdentity(), true) }, 'Generate a new key'),
+    h(
+      'form',
+      { onsubmit: (e: Event) => (e.preventDefault(), void useText(text.value)) },
+      h('h3', {}, 'Import a key file'),
+      field('Key file', file),
+      field('…or paste its content', text),
+      h('button', { type: 'submit' }, 'Import'),
+    ),
+  )
+  file.addEventListener('change', async () => {
+    const f = file.files?.[0]
+    if (f) await useText(await f.text())
+  })
+}
+
+function exportKey(id: Identity): void {
+  const url = URL.createObjectURL(new Blob([id.file], { type: 'application/json' }))
+  const a = h('a', { href: url, download: `relay-${id.publicKey.slice(0, 8)}.key` })
+  document.body.appendChild(a)
+  a.click()
+  a.remove()
+  setTimeout(() => URL.revokeObjectURL(url), 60_000)
+}
+
+async function start(id: Identity, fresh: boolean): Promise<void> {
+  if (fresh) saveIdentity(id)
+  ctx?.socket?.close()
+  const c: Ctx = {
+    id,
+    notify,
+    go: (view, arg = {}) => {
+      const query = new URLSearchParams(arg).toString()
+      location.hash = `#${view}${query ? `?${query}` : ''}`
+    },
+    socket: null,
+    inbox: new Map(),
+    isAdmin: false,
+    inboxChanged: () => {},
+  }
+  ctx = c
+  // the first request also creates the agent (and shows whether the relay admits this key)
+  try {
+    await call(id, 'GET', `/v1/agents/${id.publicKey}`)
+  } catch (err) {
+    notify(`The relay refused this key: ${(err as Error).message}`, 'error')
+  }
+  try {
+    await call(id, 'GET', '/v1/admin/stats')
+    c.isAdmin = true
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 403)) notify(`Checking operator access failed: ${(err as Error).message}`, 'error')
+  }
+  fill(
+    keyBar,
+    h('span', {}, 'Key ', h('code', { id: 'public-key', title: id.publicKey }, shortKey(id.publicKey))),
+    h('button', { type: 'button', onclick: () => navigator.clipboard?.writeText(id.publicKey).then(() => notify('Public key copied')) }, 'Copy'),
+    h('button', { type: 'button', onclick: () => exportKey(id) }, 'Export'),
+    h(
+      'button',
+      {
+        type: 'button',
+        onclick: () => {
+          if (!confirm('Forget this key? Without an exported copy it is gone for good.')) return
+          forgetIdentity()
+          c.socket?.close()
+          ctx = null
+          location.hash = ''
+          showKeySetup()
+        },
+      },
+      'Forget',
+    ),
+  )
+  c.socket = new LiveSocket(id, {
+    onMessage: (m) => {
+      if (ctx !== c) return
+      c.inbox.set(m.message_id, m)
+      c.inboxChanged()
+      notify(`New message from ${shortKey(m.sender_key)}`)
+    },
+    onState: (state, detail) => {
+      if (ctx !== c) return
+      fill(connection, h('span', { class: `dot ${state}` }), state === 'live' ? 'live' : state === 'connecting' ? 'connecting…' : `offline${detail ? `: ${detail}` : ''}`)
+    },
+  })
+  renderNav()
+  route()
+}
+
+function renderNav(): void {
+  const current = currentView().name
+  fill(
+    nav,
+    h(
+      'ul',
+      {},
+      VIEWS.filter((v) => !v.admin || ctx?.isAdmin).map((v) =>
+        h('li', {}, h('a', { href: `#${v.name}`, 'aria-current': v.name === current ? 'page' : null, 'data-view': v.name }, v.label)),
+      ),
+    ),
+  )
+}
+
+function currentView(): { name: string; arg: Record<string, string> } {
+  const [name, query] = location.hash.slice(1).split('?')
+  return { name: VIEWS.some((v) => v.name === name) ? name : 'inbox', arg: Object.fromEntries(new URLSearchParams(query ?? '')) }
+}
+
+function route(): void {
+  if (!ctx) return
+  const { name, arg } = currentView()
+  const spec = VIEWS.find((v) => v.name === name && (!v.admin || ctx?.isAdmin)) ?? VIEWS[0]
+  ctx.inboxChanged = () => {}
+  renderNav()
+  fill(live)
+  void spec.view(ctx, main, arg)
+  main.focus({ preventScroll: true })
+}
+
+window.addEventListener('hashchange', route)
+
+void (async () => {
+  if (!globalThis.isSecureContext || !crypto.subtle) {
+    // browsers offer WebCrypto to secure pages only
+    fill(main, h('h2', {}, 'This page needs HTTPS'), h('p', {}, 'The console signs in the browser with WebCrypto, which browsers offer only over https:// or on localhost. Put the relay behind a TLS proxy (see deploy/).'))
+    return
+  }
+  const saved = await loadIdentity()
+  if (saved) await start(saved, false)
+  else showKeySetup()
+})()
