@@ -42,7 +42,8 @@ export async function seedRelay(dataDir?: string): Promise<SeededRelay> {
   const carol = t.client()
   await alice.updateProfile({ display_name: 'Alice Translator', visibility: 'public', capabilities: [{ name: 'translate', description: 'French to English', tags: ['language', 'fr'] }], metadata: { team: 'a' } })
   await bob.updateProfile({ display_name: 'Bob', visibility: 'public', capabilities: [{ name: 'summarize', tags: ['text'] }, { name: 'translate', tags: ['language'] }] })
-  await carol.updateProfile({ display_name: 'Carol', inbox_policy: 'allowlist' })
+  // U+0000 is text SQLite keeps as is and PostgreSQL cannot: the stores escape it
+  await carol.updateProfile({ display_name: 'Carol\u0000 \uFDD0 Nul', inbox_policy: 'allowlist' })
 
   const blobs = new Map<string, Uint8Array<ArrayBuffer>>()
   for (const size of [0, 1, 5000, 300_000]) {

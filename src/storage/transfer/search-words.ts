@@ -7,18 +7,21 @@
 import type { Database } from 'bun:sqlite'
 import type { SQL } from 'bun'
 import { profileWords } from '../postgres/agents-store.ts'
+import { exec, rows } from '../postgres/db.ts'
 
 /** Agents whose words are written per statement. */
 const BATCH_AGENTS = 500
 
 /** Rebuilds agent_words for every agent of `source`; nothing when the target has no such table. */
 export async function rebuildSearchWords(source: Database, target: SQL): Promise<{ agents: number; words: number } | null> {
-  const [{ exists }]: { exists: boolean }[] = await target.unsafe(`SELECT to_regclass('agent_words') IS NOT NULL AS exists`)
+  const [{ exists }] = await rows<{ exists: boolean }>(target, `SELECT to_regclass('agent_words') IS NOT NULL AS exists`)
   if (!exists) return null
   let agents = 0
   let words = 0
   const rebuild = async (keys: string[]) => {
-    const profiles: { public_key: string; display_name: string | null; capabilities: string }[] = await target.unsafe(
+    // through the stores' helpers: text is escaped going in and unescaped coming out as they store it
+    const profiles = await rows<{ public_key: string; display_name: string | null; capabilities: string }>(
+      target,
       `SELECT public_key, display_name, capabilities FROM agents WHERE public_key = ANY($1::text[])`,
       [keys],
     )
@@ -32,8 +35,7 @@ export async function rebuildSearchWords(source: Database, target: SQL): Promise
     }
     agents += profiles.length
     if (list.length === 0) return
-    const res = await target.unsafe(`INSERT INTO agent_words (public_key, word) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`, [owners, list])
-    words += (res as unknown as { count: number }).count
+    words += await exec(target, `INSERT INTO agent_words (public_key, word) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`, [owners, list])
   }
   let keys: string[] = []
   for (const row of source.query<{ public_key: string }, []>(`SELECT public_key FROM agents`).iterate()) {

@@ -12,6 +12,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { SQL } from 'bun'
+import { escapeText } from '../postgres/db.ts'
 
 /**
  * The tables of a relay, in the order they are copied unless the target's foreign keys ask for
@@ -237,15 +238,15 @@ async function primaryKey(target: SQL, table: string): Promise<string[]> {
 }
 
 /**
- * Whether a function of the target's schema writes `table`: trigger functions (or what they call) that
- * derive it from the rows copied into other tables.
+ * Whether a function of the target's schema inserts the rows of `table` (a trigger function deriving it
+ * from the rows copied into other tables). A table whose rows the target's store code writes is copied.
  */
 async function maintainedByTriggers(target: SQL, table: string): Promise<boolean> {
   const rows: { n: string | number }[] = await target.unsafe(
     `SELECT count(*) AS n FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
       WHERE n.nspname = current_schema() AND p.prosrc ~* $1
         AND EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal)`,
-    [`(insert\\s+into|update|delete\\s+from)\\s+("?)${table}\\2\\M`],
+    [`insert\\s+into\\s+("?)${table}\\1\\M`],
   )
   return Number(rows[0]?.n ?? 0) > 0
 }
@@ -313,7 +314,8 @@ function converterFor(udt: string): (v: unknown) => unknown {
     case 'bytea':
       return (v) => (v === null || v === undefined ? null : typeof v === 'string' ? Buffer.from(v) : v)
     default:
-      return (v) => (v === null || v === undefined ? null : typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v).toString() : String(v))
+      // text as the PostgreSQL stores write it: U+0000 (which SQLite keeps and PostgreSQL cannot) escaped
+      return (v) => (v === null || v === undefined ? null : escapeText(typeof v === 'string' ? v : v instanceof Uint8Array ? Buffer.from(v).toString() : String(v)))
   }
 }
 
