@@ -65,7 +65,9 @@ async function run(args: string[]): Promise<void> {
 function watchdog(bin: string, data: string, dir: string): void {
   const stop = asPostgres([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']).map((a) => `'${a}'`).join(' ')
   const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; [ -d '${data}' ] && ${stop} >/dev/null 2>&1; rm -rf '${dir}'`
-  const proc = Bun.spawn(['sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore', detached: true } as never)
+  // a session of its own (setsid), so that a signal to this process group (Ctrl-C) does not take it along
+  const setsid = Bun.which('setsid')
+  const proc = Bun.spawn(setsid ? [setsid, 'sh', '-c', script] : ['sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
   proc.unref()
 }
 
