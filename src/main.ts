@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-/** The `relay` command line: serve (default), keygen, admin, backup, health, completion, mcp, the agent commands, --version / --help. */
+/** The `relay` command line: serve (default), keygen, admin, backup, migrate, health, completion, mcp, the agent commands, --version / --help. */
 import { ADMIN_BOOLEANS, ADMIN_FLAGS, admin } from './cli/admin.ts'
 import { BACKUP_BOOLEANS, BACKUP_FLAGS, backup } from './cli/backup.ts'
 import { parseArgs, UsageError } from './cli/args.ts'
@@ -10,6 +10,7 @@ import { errorLine } from './cli/format.ts'
 import { HEALTH_BOOLEANS, HEALTH_FLAGS, health } from './cli/health.ts'
 import { HELP, commandHelp } from './cli/help.ts'
 import { keygen } from './cli/keygen.ts'
+import { MIGRATE_BOOLEANS, MIGRATE_FLAGS, migrate, prepareTarget } from './cli/migrate.ts'
 import { SERVE_FLAGS, serve } from './cli/serve.ts'
 import { ConfigError } from './config/load.ts'
 import { VERSION } from './version.ts'
@@ -28,6 +29,11 @@ const COMMANDS: Record<string, Command> = {
   keygen: { flags: ['out'], booleans: ['json'], run: (_p, f) => keygen(f) },
   admin: { flags: ADMIN_FLAGS, booleans: ADMIN_BOOLEANS, subcommands: ['suspend', 'unsuspend', 'stats', 'agents', 'allow', 'revoke', 'allowed', 'webhooks'], run: (p, f) => admin(p, f) },
   backup: { flags: BACKUP_FLAGS, booleans: BACKUP_BOOLEANS, run: (p, f) => backup(p, f) },
+  migrate: {
+    flags: MIGRATE_FLAGS,
+    booleans: MIGRATE_BOOLEANS,
+    run: (p, f) => migrate(p, f, { prepareTarget, env: process.env, stdout: process.stdout, stderr: process.stderr }),
+  },
   health: { flags: HEALTH_FLAGS, booleans: HEALTH_BOOLEANS, run: (_p, f) => health(f) },
   completion: { flags: [], subcommands: ['bash', 'zsh'], run: ([shell]) => void process.stdout.write(completionScript(shell, completionEntries())) },
 }

@@ -12,6 +12,7 @@ Running a relay:
   relay admin allow KEY [--note TEXT] | revoke KEY | allowed [--json]
   relay admin webhooks [--limit N] [--json]
   relay backup FILE [--json] [--data-dir DIR]
+  relay migrate --to postgres://… [--blobs s3://bucket/prefix] [--json] [--data-dir DIR]
   relay health [--url URL] [--timeout SECONDS] [--json]
 
 Using a relay as an agent (--relay URL, --key FILE, --json on every command):
@@ -88,6 +89,26 @@ offered over HTTP to the keys in RELAY_ADMIN_KEYS (/v1/admin/…, and the consol
 Safe while the relay serves: the copy is one snapshot, written under a temporary name and moved into
 place; an existing FILE is never overwritten. Blob files are not in it: copy the blobs/ directory of
 the data directory after the database (see README, "Backup and restore").
+`,
+  migrate: `relay migrate --to postgres://USER:PASS@HOST:5432/DB [--blobs s3://BUCKET/PREFIX] [--json] [--data-dir DIR]
+— move a single relay's data into cluster storage
+
+Stop the relay first: the command refuses while a process has the database open. It reads the data
+directory (found like serve finds it: --data-dir, RELAY_DATA_DIR, --config FILE) without changing it,
+creates or upgrades the PostgreSQL schema, copies every table (agents, messages with their attachment
+links, ACLs, webhooks and pending deliveries, the replay window, the allowlist, blob records, relay
+state) and, with --blobs, the blob bytes into the bucket (endpoint and credentials from the AWS_*
+variables, as for RELAY_BLOB_STORE). Without --blobs only the records move: the bytes stay where the
+relay kept them, and the new relays must use that blob store.
+
+Then it checks that every source row is in the target (by key) and that every copied blob hashes to
+its address, and prints a report (--json: machine-readable; progress goes to stderr). Exit 0 when
+everything arrived, 1 naming what did not. Rows and blobs already in the target are left as they are,
+so it is safe to run again: a second run copies nothing and checks again.
+
+  --batch N   rows per INSERT (default 500)
+
+Afterwards start the relays with RELAY_DATABASE_URL (and RELAY_BLOB_STORE) set; see docs/operations.md.
 `,
 }
 
