@@ -586,7 +586,7 @@ for (const backend of BACKENDS) {
     test('any well-formed text round-trips exactly: U+0000, noncharacters, escapes in JSON text', async () => {
       const s = await open()
       const k = key('Text')
-      const name = 'nul\u0000here \uFDD0\uFDD0\u0000 ÿ 🚀 \u202e'
+      const name = 'nul\u0000here \uFDD0\uFDD0\u0000 \u0000\uFDD0 \uFDD00 ÿ 🚀 \u202e'
       const capabilities = JSON.stringify([{ name: 'echo', description: 'nul \u0000 inside', tags: ['text'] }])
       await s.agents.create(k, T0)
       await s.agents.updateProfile(k, { displayName: name, visibility: 'public', capabilities, metadata: '{"a":"\\u0000"}' }, T0 + 1)

@@ -5,9 +5,10 @@
  * - Times are bigint columns, which the driver returns as strings: statements cast them to float8
  *   (exact for millisecond times) when they select them.
  * - PostgreSQL text cannot hold U+0000, which well-formed Unicode text (a display name, a thread id)
- *   may contain and SQLite stores as is. Every string going in is escaped — U+0000 becomes U+FDD0 and
- *   U+FDD0 itself (a noncharacter) becomes U+FDD0 U+FDD0 — and every string coming out is unescaped,
- *   so any text round-trips exactly and equal strings stay equal.
+ *   may contain and SQLite stores as is. Every string going in is escaped with U+FDD0 (a noncharacter)
+ *   as the escape character — U+0000 becomes U+FDD0 U+FDD1 and U+FDD0 itself U+FDD0 U+FDD2 (noncharacters
+ *   too, so a text search for ordinary characters never matches an escape) — and every string coming out
+ *   is unescaped, so any text round-trips exactly and equal strings stay equal.
  */
 import type { SQL } from 'bun'
 
@@ -17,16 +18,16 @@ const NUL = '\u0000'
 const MARK = '\uFDD0'
 const NEEDS_ESCAPE = /[\u0000\uFDD0]/
 const ESCAPABLE = /[\u0000\uFDD0]/g
-const ESCAPED = /\uFDD0\uFDD0|\uFDD0/g
+const ESCAPED = /\uFDD0[\uFDD1\uFDD2]/g
 
 /** A string as stored: U+0000 and U+FDD0 escaped. */
 export function escapeText(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? s.replace(ESCAPABLE, (c) => (c === NUL ? MARK : MARK + MARK)) : s
+  return NEEDS_ESCAPE.test(s) ? s.replace(ESCAPABLE, (c) => (c === NUL ? MARK + '\uFDD1' : MARK + '\uFDD2')) : s
 }
 
 /** A stored string as it was given. */
 export function unescapeText(s: string): string {
-  return s.includes(MARK) ? s.replace(ESCAPED, (m) => (m.length === 2 ? MARK : NUL)) : s
+  return s.includes(MARK) ? s.replace(ESCAPED, (m) => (m[1] === '\uFDD1' ? NUL : MARK)) : s
 }
 
 function param(v: unknown): unknown {
