@@ -1,6 +1,7 @@
 import type { AgentChange, AgentProfileFields, AgentRecord } from '../../services/models/records.ts'
 import type { AgentStore } from '../../services/ports.ts'
 import { exec, one, rows, type Db } from './db.ts'
+import { PROFILE_COLUMNS } from '../profile-columns.ts'
 
 /** Rows kept in memory; every signed request reads its caller's record. */
 const CACHE_MAX = 20_000
@@ -52,13 +53,6 @@ const COLUMNS = `public_key AS "publicKey", display_name AS "displayName", statu
   visibility, inbox_policy AS "inboxPolicy", metadata, capabilities, created_at::float8 AS "createdAt",
   updated_at::float8 AS "updatedAt", last_active_at::float8 AS "lastActiveAt"`
 
-const PROFILE_COLUMNS: Record<keyof AgentProfileFields, string> = {
-  displayName: 'display_name',
-  visibility: 'visibility',
-  inboxPolicy: 'inbox_policy',
-  metadata: 'metadata',
-  capabilities: 'capabilities',
-}
 
 /**
  * Words of a text the way SQLite's FTS5 unicode61 tokenizer (remove_diacritics 2) sees them: runs of

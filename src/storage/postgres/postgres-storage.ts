@@ -20,6 +20,7 @@ import { PgReplayStore } from './replay-store.ts'
 import { PgStateStore } from './state-store.ts'
 import { PgStatsStore } from './stats-store.ts'
 import { PgWebhookStore } from './webhooks-store.ts'
+import { probeWithin } from '../../lib/probe.ts'
 
 export interface PostgresStorageOptions {
   logger: Logger
@@ -204,19 +205,9 @@ export class PostgresStorage implements Storage {
 
   /** Whether a write goes through now (answered within about a second). */
   async ready(): Promise<string | null> {
-    const probe = this.state.setNumber(`ready_probe`, ++this.probes)
-    const timeout = new Promise<'late'>((r) => setTimeout(() => r('late'), 1000).unref?.())
-    try {
-      const outcome = await Promise.race([probe, timeout])
-      if (outcome === 'late') {
-        probe.catch(() => {})
-        return 'database does not answer'
-      }
-      return null
-    } catch (err) {
-      return `database not writable: ${(err as Error).message}`
-    }
+    return probeWithin(this.state.setNumber(`ready_probe`, ++this.probes), 1000, 'database does not answer', 'database not writable')
   }
+
 
   async close(): Promise<void> {
     if (this.closed) return

@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'bun:sqlite'
 import type { AgentChange, AgentProfileFields, AgentRecord } from '../../services/models/records.ts'
 import type { AgentStore } from '../../services/ports.ts'
+import { PROFILE_COLUMNS } from '../profile-columns.ts'
 
 /** Rows kept in memory; every signed request reads its caller's record. */
 const CACHE_MAX = 20_000
@@ -32,13 +33,6 @@ const COLUMNS = `public_key AS publicKey, display_name AS displayName, status, s
   visibility, inbox_policy AS inboxPolicy, metadata, capabilities, created_at AS createdAt, updated_at AS updatedAt,
   last_active_at AS lastActiveAt`
 
-const PROFILE_COLUMNS: Record<keyof AgentProfileFields, string> = {
-  displayName: 'display_name',
-  visibility: 'visibility',
-  inboxPolicy: 'inbox_policy',
-  metadata: 'metadata',
-  capabilities: 'capabilities',
-}
 
 /** Agent records on one connection. `afterCommit` lets writes drop cached rows once they are durable. */
 export class SqliteAgentStore implements AgentStore {

@@ -23,6 +23,7 @@ import { SqliteStateStore } from './state-store.ts'
 import { StatsRepo } from './stats-repo.ts'
 import { SqliteUnitOfWork } from './unit-of-work.ts'
 import { SqliteWebhookStore } from './webhooks-store.ts'
+import { probeWithin } from '../../lib/probe.ts'
 
 export interface SqliteStorageOptions {
   /** The database file (created with its directory's permissions if missing). */
@@ -169,19 +170,9 @@ export class SqliteStorage implements Storage {
 
   /** Whether a write goes through now; a locked database is not ready (answered within ~250 ms). */
   async ready(): Promise<string | null> {
-    const probe = this.uow.run(async (tx) => tx.state.setNumber('ready_probe', ++this.probes))
-    const timeout = new Promise<'late'>((r) => setTimeout(() => r('late'), 250).unref?.())
-    try {
-      const outcome = await Promise.race([probe, timeout])
-      if (outcome === 'late') {
-        probe.catch(() => {})
-        return 'database is locked by another process'
-      }
-      return null
-    } catch (err) {
-      return `database not writable: ${(err as Error).message}`
-    }
+    return probeWithin(this.uow.run(async (tx) => tx.state.setNumber('ready_probe', ++this.probes)), 250, 'database is locked by another process', 'database not writable')
   }
+
 
   async close(): Promise<void> {
     if (this.closed) return
