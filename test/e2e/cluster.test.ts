@@ -46,7 +46,7 @@ async function startInstance(extra: Record<string, string> = {}): Promise<Runnin
 
 const client = (relay: RunningRelay, keys: KeyPair) => new RelayClient({ baseUrl: relay.url, keys, rateLimitRetry: false })
 
-/** Resolves with the first `count` messages pushed on `socket` (without acking them). */
+/** Collects every message pushed on `socket` into `into` (without acking them). */
 function collect(socket: RelaySocket, into: MessageJson[]): void {
   socket.onMessage = (m) => void into.push(m)
 }

@@ -21,6 +21,7 @@ import { PgStateStore } from './state-store.ts'
 import { PgStatsStore } from './stats-store.ts'
 import { PgWebhookStore } from './webhooks-store.ts'
 import { probeWithin } from '../../lib/probe.ts'
+import { topLevelStore } from '../top-level.ts'
 
 export interface PostgresStorageOptions {
   logger: Logger
@@ -64,27 +65,19 @@ async function retryingConflicts<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Every method of `store` with driver errors mapped; those named in `inTx` run in a transaction of their own. */
+/**
+ * Every method of `store` with driver errors mapped (a read PostgreSQL aborted to break a deadlock is
+ * tried again); those named in `inTx` run in a transaction of their own.
+ */
 function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
-  const out: Record<string, unknown> = {}
-  const proto = Object.getPrototypeOf(store) as Record<string, unknown>
-  for (const name of Object.getOwnPropertyNames(proto)) {
-    if (name === 'constructor' || typeof proto[name] !== 'function') continue
-    if (inTx.includes(name)) {
-      out[name] = (...args: unknown[]) => run((tx) => (pick(tx) as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args))
-    } else {
-      const method = (proto[name] as (...a: unknown[]) => unknown).bind(store)
-      out[name] = (...args: unknown[]) => {
-        const first = method(...args)
-        if (!(first instanceof Promise)) return first
-        let tries = 1
-        const again = (err: unknown): Promise<unknown> =>
-          tries++ < CONFLICT_ATTEMPTS && isConflict(err) ? (method(...args) as Promise<unknown>).catch(again) : Promise.reject(mapPostgresError(err))
-        return first.catch(again)
-      }
-    }
-  }
-  return out as S
+  return topLevelStore(store, inTx, run, pick, (call) => {
+    const first = call()
+    if (!(first instanceof Promise)) return first
+    let tries = 1
+    const again = (err: unknown): Promise<unknown> =>
+      tries++ < CONFLICT_ATTEMPTS && isConflict(err) ? (call() as Promise<unknown>).catch(again) : Promise.reject(mapPostgresError(err))
+    return first.catch(again)
+  })
 }
 
 /** Every async method of `target` with driver errors mapped. */

@@ -24,6 +24,7 @@ import { StatsRepo } from './stats-repo.ts'
 import { SqliteUnitOfWork } from './unit-of-work.ts'
 import { SqliteWebhookStore } from './webhooks-store.ts'
 import { probeWithin } from '../../lib/probe.ts'
+import { topLevelStore } from '../top-level.ts'
 
 export interface SqliteStorageOptions {
   /** The database file (created with its directory's permissions if missing). */
@@ -57,25 +58,14 @@ type TxStores = Stores & { admission: SqliteAdmissionStore }
  * its writes as units of work on the writer.
  */
 function topLevel<S extends object>(reader: S, writes: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
-  const out: Record<string, unknown> = {}
-  const proto = Object.getPrototypeOf(reader) as Record<string, unknown>
-  for (const name of Object.getOwnPropertyNames(proto)) {
-    if (name === 'constructor' || typeof proto[name] !== 'function') continue
-    if (writes.includes(name)) {
-      out[name] = (...args: unknown[]) => run((tx) => (pick(tx) as Record<string, (...a: unknown[]) => Promise<unknown>>)[name](...args))
-    } else {
-      const method = (proto[name] as (...a: unknown[]) => unknown).bind(reader)
-      out[name] = (...args: unknown[]) => {
-        try {
-          const result = method(...args)
-          return result instanceof Promise ? result.catch((err) => Promise.reject(mapSqliteError(err))) : result
-        } catch (err) {
-          throw mapSqliteError(err)
-        }
-      }
+  return topLevelStore(reader, writes, run, pick, (call) => {
+    try {
+      const result = call()
+      return result instanceof Promise ? result.catch((err) => Promise.reject(mapSqliteError(err))) : result
+    } catch (err) {
+      throw mapSqliteError(err)
     }
-  }
-  return out as S
+  })
 }
 
 export class SqliteStorage implements Storage {
