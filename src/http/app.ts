@@ -12,7 +12,7 @@ import { JsonTextError, MAX_JSON_DEPTH, parseJsonText } from '../lib/json-text.t
 import type { Logger } from '../lib/logger.ts'
 import type { Authenticator } from '../services/authenticator.ts'
 import type { AgentRecord } from '../services/models/records.ts'
-import { readRawBody } from './body.ts'
+import { BodyDeadlines, readRawBody } from './body.ts'
 import { clientAddressOf, type PreAuthBudget } from './preauth.ts'
 import { errorResponse, logUnexpected, toRelayError } from './errors.ts'
 import { pathWithQuery } from '../lib/url.ts'
@@ -86,7 +86,7 @@ export function callerOf(request: Request): AgentRecord {
 
 export function createApp(deps: AppDeps) {
   const { logger, authenticator, preauth } = deps
-  const bodyTimeoutMs = deps.config.preauth.bodyTimeoutMs
+  const deadlines = deps.config.preauth.bodyTimeoutMs > 0 ? new BodyDeadlines(deps.config.preauth.bodyTimeoutMs) : undefined
 
   /**
    * Before a body byte is read (docs/protocol.md §1.2 steps 1–2, cheapest first): the client address's request
@@ -103,7 +103,7 @@ export function createApp(deps: AppDeps) {
   /** The body, held against the pre-auth budget and read within the body deadline. */
   const readBody = (state: RequestState, request: Request): Promise<Uint8Array> => {
     state.hold ??= preauth.open(clientAddressOf(request))
-    return readRawBody(request, MAX_JSON_REQUEST_BYTES, { hold: state.hold, timeoutMs: bodyTimeoutMs })
+    return readRawBody(request, MAX_JSON_REQUEST_BYTES, { hold: state.hold, deadlines })
   }
 
   return new Elysia({ normalize: false, aot: true })
@@ -140,7 +140,7 @@ export function createApp(deps: AppDeps) {
       }
       let auth
       try {
-        auth = await authenticator.authenticateRequestDeferred(signedInput(request), request.method, pathWithQuery(request.url), bodyHash(state.raw))
+        auth = await authenticator.authenticateRequestDeferred(state.pendingAuth ?? signedInput(request), request.method, pathWithQuery(request.url), bodyHash(state.raw))
       } finally {
         // authenticated or refused: either way the body no longer counts as unauthenticated
         state.hold?.release()

@@ -7,8 +7,66 @@ const tooLarge = (limit: number) =>
 export interface BodyReadOptions {
   /** Counts the bytes buffered while the request is not yet authenticated; refuses past its budget. */
   hold?: PreAuthHold
-  /** The whole body must arrive within this many ms, else 408 (slow senders cannot hold memory). */
-  timeoutMs?: number
+  /** The whole body must arrive by its deadline, else 408 (slow senders cannot hold memory). */
+  deadlines?: BodyDeadlines
+}
+
+/**
+ * Deadlines of the bodies being read, checked by one timer that runs only while some are pending
+ * (a timer per request costs more than the check). A body is refused at most one tick after its
+ * deadline: a tenth of the timeout, between 10 and 250 ms.
+ */
+export class BodyDeadlines {
+  private readonly pending = new Set<{ at: number; expire: () => void }>()
+  private timer: ReturnType<typeof setInterval> | undefined
+  private readonly tickMs: number
+
+  constructor(readonly timeoutMs: number) {
+    this.tickMs = Math.max(10, Math.min(250, Math.floor(timeoutMs / 10)))
+  }
+
+  /** `read`, or 408 once the deadline has passed (then `cancel` stops the read). */
+  watch<T>(read: Promise<T>, cancel: () => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entry = {
+        at: performance.now() + this.timeoutMs,
+        expire: () => {
+          cancel()
+          reject(new RelayError('request_timeout', `The request body did not arrive within ${Math.round(this.timeoutMs / 100) / 10} s`))
+        },
+      }
+      this.pending.add(entry)
+      this.timer ??= setInterval(() => this.check(), this.tickMs)
+      read.then(
+        (value) => {
+          this.pending.delete(entry)
+          resolve(value)
+        },
+        (err) => {
+          this.pending.delete(entry)
+          reject(err)
+        },
+      )
+    })
+  }
+
+  /** Bodies being read now. */
+  get size(): number {
+    return this.pending.size
+  }
+
+  private check(): void {
+    const now = performance.now()
+    for (const entry of this.pending) {
+      if (entry.at > now) continue
+      this.pending.delete(entry)
+      entry.expire()
+    }
+    if (this.pending.size === 0) {
+      clearInterval(this.timer)
+      this.timer = undefined
+    }
+  }
 }
 
 /**
@@ -20,14 +78,17 @@ export interface BodyReadOptions {
  */
 export async function readRawBody(request: Request, limit: number, opts: BodyReadOptions = {}): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
-  if (!request.body) return new Uint8Array(0)
   let cancel = () => {}
   let read: Promise<Uint8Array>
   if (declared !== null) {
-    opts.hold?.take(Number(declared))
+    const length = Number(declared)
+    if (length > limit) throw tooLarge(limit)
+    if (length === 0) return new Uint8Array(0)
+    opts.hold?.take(length)
+    // with a declared length the runtime buffers the body itself: no stream is made for it
     read = request.arrayBuffer().then((b) => new Uint8Array(b))
   } else {
+    if (!request.body) return new Uint8Array(0)
     const reader = (request.body as ReadableStream<Uint8Array>).getReader() as ReadableStreamDefaultReader<Uint8Array>
     cancel = () => void reader.cancel().catch(() => {})
     read = readChunks(reader, limit, opts.hold)
@@ -36,20 +97,9 @@ export async function readRawBody(request: Request, limit: number, opts: BodyRea
     cancel()
     throw err instanceof RelayError ? err : new RelayError('bad_request', 'The request body ended before it was complete')
   })
-  if (!opts.timeoutMs) return read
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      cancel()
-      reject(new RelayError('request_timeout', `The request body did not arrive within ${Math.round(opts.timeoutMs! / 100) / 10} s`))
-    }, opts.timeoutMs)
-  })
+  if (!opts.deadlines) return read
   read.catch(() => {}) // a late failure after the deadline answered is nobody's business
-  try {
-    return await Promise.race([read, deadline])
-  } finally {
-    clearTimeout(timer)
-  }
+  return opts.deadlines.watch(read, cancel)
 }
 
 async function readChunks(reader: ReadableStreamDefaultReader<Uint8Array>, limit: number, hold?: PreAuthHold): Promise<Uint8Array> {

@@ -10,7 +10,7 @@ import { BLOB_ID_PATTERN, newBlobId } from '../lib/ids.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { AttachmentResolver, ResolvedAttachment } from './attachments.ts'
 import type { InsertHook } from './messages.ts'
-import type { BlobRecord } from './models/records.ts'
+import type { BlobRecord, MessageRecord } from './models/records.ts'
 import { BlobTooLargeError, type BlobStore, type StagedBlob, type Storage, type Stores } from './ports.ts'
 import { BLOB_CONTENT_TYPE_MAX, DEFAULT_BLOB_CONTENT_TYPE, blobToJson, type BlobJson } from './models/blob.ts'
 
@@ -330,8 +330,9 @@ export class BlobsService {
    * In the send transaction: each attached blob now lives at least as long as the message (docs/protocol.md §6
    * Lifetime). A blob deleted or expired since the check refuses the send with the same 422.
    */
-  readonly linkAttachments: InsertHook = async (tx, message, blobIds) => {
-    if (blobIds.length === 0) return
+  readonly linkAttachments: InsertHook = (tx, message, blobIds) => (blobIds.length === 0 ? undefined : this.extendAttached(tx, message, blobIds))
+
+  private async extendAttached(tx: Stores, message: MessageRecord, blobIds: readonly string[]): Promise<void> {
     const gone: string[] = []
     for (const id of blobIds) if (!(await tx.blobs.extendExpiry(id, message.senderKey, message.expiresAt, message.createdAt))) gone.push(id)
     if (gone.length) throw unusableBlobs(gone)

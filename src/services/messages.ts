@@ -47,7 +47,8 @@ export interface MessagesServiceDeps {
 const notFound = () => new RelayError('message_not_found', 'No such message, or not yours to read')
 
 /** A step inside the unit of work inserting an accepted message; see `onInsert`. */
-export type InsertHook = (tx: Stores, message: MessageRecord, blobIds: readonly string[]) => Promise<void>
+/** A step run inside the unit of work that inserts a message; nothing to wait for when it returns no promise. */
+export type InsertHook = (tx: Stores, message: MessageRecord, blobIds: readonly string[]) => Promise<void> | void
 
 export class MessagesService {
   private readonly storage: Storage
@@ -248,9 +249,10 @@ export class MessagesService {
       if (attempt >= 3) throw new RelayError('internal_error', 'Could not allocate a message id')
       message.messageId = newMessageId(message.createdAt)
     }
-    if (this.insertHooks.length) {
-      const distinct = [...new Set(blobIds)]
-      for (const hook of this.insertHooks) await hook(tx, message, distinct)
+    const distinct = blobIds.length > 1 ? [...new Set(blobIds)] : blobIds
+    for (const hook of this.insertHooks) {
+      const pending = hook(tx, message, distinct)
+      if (pending) await pending
     }
   }
 

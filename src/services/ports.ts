@@ -310,7 +310,9 @@ export interface Storage extends Stores {
   discovery: DiscoveryStore
   /**
    * Runs `fn` as one atomic unit of work with stores bound to it: committed when it resolves, rolled
-   * back when it throws (the error is passed on). 503 when the database stays locked.
+   * back when it throws (the error is passed on). 503 when the database stays locked. `fn` may be run
+   * more than once (a run the backend rolled back for reasons outside it is run again), so it acts only
+   * through the stores; what it computes must come from its last run.
    */
   transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T>
   /**

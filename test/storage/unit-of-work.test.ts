@@ -60,6 +60,79 @@ describe('grouped commits', () => {
     await storage.close()
   })
 
+  test('a group where nothing fails runs each unit once, without a second pass', async () => {
+    const { storage } = open()
+    const runs = new Map<number, number>()
+    await Promise.all(Array.from({ length: 10 }, (_, i) => storage.transaction(async (tx) => {
+      runs.set(i, (runs.get(i) ?? 0) + 1)
+      await tx.state.setNumber(`n${i}`, i)
+    })))
+    expect([...runs.values()]).toEqual(Array(10).fill(1))
+    expect(storage.uow.stats.reruns).toBe(0)
+    await storage.close()
+  })
+
+  test('a unit failing after its own writes: the group runs again, the failing unit leaves nothing, the others commit once', async () => {
+    const { storage } = open()
+    const runs: string[] = []
+    const unit = (name: string, fail = false) => storage.transaction(async (tx) => {
+      runs.push(name)
+      await tx.state.setNumber(name, runs.length)
+      await tx.state.setNumber(`${name}-2`, runs.length)
+      if (fail) throw new Error(`refused ${name}`)
+      return name
+    })
+    const results = await Promise.allSettled([unit('a'), unit('b', true), unit('c'), unit('d')])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    expect((results[1] as PromiseRejectedResult).reason.message).toBe('refused b')
+    // the optimistic pass stopped at b; the careful pass ran all four
+    expect(runs).toEqual(['a', 'b', 'a', 'b', 'c', 'd'])
+    expect(storage.uow.stats.reruns).toBe(1)
+    expect(await storage.state.getNumber('b')).toBeNull()
+    expect(await storage.state.getNumber('b-2')).toBeNull()
+    // each committed value is the careful pass's own
+    expect(await storage.state.getNumber('a')).toBe(3)
+    expect(await storage.state.getNumber('c')).toBe(5)
+    expect(await storage.state.getNumber('d-2')).toBe(6)
+    await storage.close()
+  })
+
+  test('after a failure the next groups run carefully at once (one pass each)', async () => {
+    const { storage } = open()
+    const failing = () => Promise.allSettled([
+      storage.transaction(async (tx) => tx.state.setNumber('x', 1)),
+      storage.transaction(async () => {
+        throw new Error('no')
+      }),
+    ])
+    await failing()
+    expect(storage.uow.stats.reruns).toBe(1)
+    let runs = 0
+    const group = await Promise.allSettled([
+      storage.transaction(async (tx) => (runs++, tx.state.setNumber('y', 2))),
+      storage.transaction(async () => {
+        runs++
+        throw new Error('no')
+      }),
+    ])
+    expect(group.map((r) => r.status)).toEqual(['fulfilled', 'rejected'])
+    expect(runs).toBe(2)
+    expect(storage.uow.stats.reruns).toBe(1)
+    expect(await storage.state.getNumber('y')).toBe(2)
+    await storage.close()
+  })
+
+  test('a statement refused by a constraint inside a group leaves the other units committed', async () => {
+    const { storage } = open()
+    const db = storage.writer
+    db.run('CREATE TABLE uow_probe (k TEXT PRIMARY KEY)')
+    const insert = db.prepare('INSERT INTO uow_probe (k) VALUES (?)')
+    const results = await Promise.allSettled(['p', 'q', 'p', 'r'].map((k) => storage.transaction(async () => insert.run(k))))
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled'])
+    expect(storage.reader.query('SELECT k FROM uow_probe ORDER BY k').all()).toEqual([{ k: 'p' }, { k: 'q' }, { k: 'r' }])
+    await storage.close()
+  })
+
   test('reads outside a unit see committed data only', async () => {
     const { storage } = open()
     let seenInside: number | null = -1

@@ -153,6 +153,7 @@ export class SqliteStorage implements Storage {
       latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
       writes_waiting: this.uow.waiting,
       commits: this.uow.stats.commits,
+      group_reruns: this.uow.stats.reruns,
       lock_timeouts: this.uow.stats.lock_timeouts,
       checkpoints: this.checkpointer.report(),
     }
