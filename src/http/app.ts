@@ -49,6 +49,9 @@ export interface AppDeps {
   onRequestDone?: (info: { method: string; route: string; status: number; durationMs: number }) => void
 }
 
+/** Refuses bytes that are not UTF-8; stateless between calls (no streaming), so one serves every request. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
 /**
  * The request body as JSON: strict UTF-8, nesting at most MAX_JSON_DEPTH levels (checked without
  * recursion), member texts remembered for the fields kept exactly as sent (see lib/json-text.ts).
@@ -58,7 +61,7 @@ function decodeJson(raw: Uint8Array, state: RequestState): unknown {
   if (raw.length === 0) return undefined
   let text: string
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(raw)
+    text = strictUtf8.decode(raw)
   } catch {
     state.parseError = new RelayError('bad_request', 'Malformed request body: not valid UTF-8')
     return PARSE_FAILED

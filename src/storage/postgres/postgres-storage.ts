@@ -70,7 +70,8 @@ async function retryingConflicts<T>(fn: () => Promise<T>): Promise<T> {
  * tried again); those named in `inTx` run in a transaction of their own.
  */
 function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
-  return topLevelStore(store, inTx, run, pick, (call) => {
+  return topLevelStore(store, inTx, run, pick, (method, args) => {
+    const call = () => method(...args)
     const first = call()
     if (!(first instanceof Promise)) return first
     let tries = 1

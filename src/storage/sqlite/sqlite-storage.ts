@@ -58,14 +58,33 @@ type TxStores = Stores & { admission: SqliteAdmissionStore }
  * its writes as units of work on the writer.
  */
 function topLevel<S extends object>(reader: S, writes: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
-  return topLevelStore(reader, writes, run, pick, (call) => {
-    try {
-      const result = call()
-      return result instanceof Promise ? result.catch((err) => Promise.reject(mapSqliteError(err))) : result
-    } catch (err) {
-      throw mapSqliteError(err)
+  return topLevelStore(reader, writes, run, pick, readMapped)
+}
+
+/**
+ * Calls a reader-store method with SQLite's errors mapped (see errors.ts). Reads run synchronously, so
+ * their promise is settled already: a fulfilled one is handed on as it is (no promise more per read), a
+ * rejected one with its error mapped.
+ */
+export function readMapped(method: (...args: unknown[]) => unknown, args: unknown[]): unknown {
+  let result: unknown
+  try {
+    result = method(...args)
+  } catch (err) {
+    throw mapSqliteError(err)
+  }
+  if (!(result instanceof Promise)) return result
+  switch (Bun.peek.status(result)) {
+    case 'fulfilled':
+      return result
+    case 'rejected': {
+      const err = Bun.peek(result)
+      result.catch(() => {})
+      return Promise.reject(mapSqliteError(err))
     }
-  })
+    default:
+      return result.catch((err) => Promise.reject(mapSqliteError(err)))
+  }
 }
 
 export class SqliteStorage implements Storage {
