@@ -199,7 +199,7 @@ export class MessagesService {
     let rate: RateInfo | null = null
     try {
       const req = parseSendInput(input)
-      const attachments = await this.resolveAttachments(senderKey, req.attachments, now)
+      const attachments = req.attachments.length ? await this.resolveAttachments(senderKey, req.attachments, now) : []
       rate = await this.limiter.enforce('send', senderKey, now)
       await this.admit(senderKey, req.recipientKey)
       const row: MessageRecord = {
@@ -209,7 +209,7 @@ export class MessagesService {
         contentType: req.contentType,
         body: req.bodyText,
         attachments: attachments.length ? JSON.stringify(attachments) : null,
-        threadId: req.threadId ?? (await this.inheritedThread(senderKey, req.inReplyTo, now)),
+        threadId: req.threadId ?? (req.inReplyTo === null ? null : await this.inheritedThread(senderKey, req.inReplyTo, now)),
         inReplyTo: req.inReplyTo,
         metadata: req.metadataText,
         status: 'sent',
@@ -236,8 +236,7 @@ export class MessagesService {
   }
 
   /** docs/protocol.md §4.3: a reply without thread_id joins the thread of the message it answers, if readable. */
-  private async inheritedThread(senderKey: string, inReplyTo: string | null, now: number): Promise<string | null> {
-    if (inReplyTo === null) return null
+  private async inheritedThread(senderKey: string, inReplyTo: string, now: number): Promise<string | null> {
     const parent = await this.storage.messages.find(inReplyTo)
     if (!parent || !this.canRead(parent, senderKey, now)) return null
     return parent.threadId
