@@ -20,14 +20,19 @@ export function decodeSignature(text: string): Uint8Array | null {
   return bytes && bytes.length === 64 ? bytes : null
 }
 
-/** The group order L of Ed25519; RFC 8032 §5.1.7 requires S < L. */
-const L = (1n << 252n) + 27742317777372353535851937790883648493n
+/** The group order L = 2^252 + 27742317777372353535851937790883648493 of Ed25519, little-endian. */
+const L_BYTES = Uint8Array.from(Buffer.from('edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010', 'hex'))
 
-/** True when the scalar half of the signature is canonical (S < L), as RFC 8032 verifiers demand. */
+/**
+ * True when the scalar half of the signature is canonical (S < L), as RFC 8032 §5.1.7 verifiers
+ * demand. Compared byte by byte from the most significant end (little-endian encoding).
+ */
 export function hasCanonicalScalar(signature: Uint8Array): boolean {
-  let s = 0n
-  for (let i = 63; i >= 32; i--) s = (s << 8n) | BigInt(signature[i])
-  return s < L
+  for (let i = 31; i >= 0; i--) {
+    const s = signature[32 + i]
+    if (s !== L_BYTES[i]) return s < L_BYTES[i]
+  }
+  return false // S = L
 }
 
 /**

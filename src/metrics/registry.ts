@@ -40,11 +40,20 @@ abstract class Metric<V> {
 
   /** Label values in declaration order; a missing or unknown label is a programming error. */
   protected values(labels: Labels = {}): string[] {
-    const keys = Object.keys(labels)
-    if (keys.length !== this.labelNames.length || keys.some((k) => !this.labelNames.includes(k))) {
-      throw new Error(`${this.name} takes labels [${this.labelNames.join(', ')}], got [${keys.join(', ')}]`)
+    const names = this.labelNames
+    // every request updates a few series: one pass, no intermediate arrays
+    let given = 0
+    for (const _ in labels) given++
+    const out = new Array<string>(names.length)
+    // as many labels as names, and every name among them: exactly the declared labels
+    for (let i = 0; i < names.length && given === names.length; i++) {
+      const v = labels[names[i]]
+      if (v === undefined) break
+      out[i] = String(v)
+      if (i === names.length - 1) return out
     }
-    return this.labelNames.map((n) => String(labels[n]))
+    if (names.length === 0 && given === 0) return out
+    throw new Error(`${this.name} takes labels [${names.join(', ')}], got [${Object.keys(labels).join(', ')}]`)
   }
 
   protected entry(labels: Labels | undefined, init: () => V): V {

@@ -54,8 +54,16 @@ export class AdmissionService implements AdmissionGate {
     return this.adminKeys.has(publicKey)
   }
 
-  /** Refuses (403) a key the relay does not admit; `known` whether it has an agent record. */
-  async check(publicKey: string, known: boolean, address?: string | null): Promise<void> {
+  /**
+   * Refuses (403) a key the relay does not admit; `known` whether it has an agent record. Nothing to
+   * wait for (no promise) for a known agent on an open relay: the common case, on every request.
+   */
+  check(publicKey: string, known: boolean, address?: string | null): Promise<void> | void {
+    if (known && this.options.mode === 'open') return
+    return this.checkFully(publicKey, known, address)
+  }
+
+  private async checkFully(publicKey: string, known: boolean, address?: string | null): Promise<void> {
     const { mode, maxAgents } = this.options
     if (this.adminKeys.has(publicKey)) return
     if (mode === 'allowlist' && !(await this.isListed(publicKey))) {

@@ -17,7 +17,11 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?
 export function parseRfc3339(text: string): number | null {
   const m = RFC3339.exec(text)
   if (!m) return null
-  const [, , mo, d, h, mi, s] = m.map(Number)
+  const mo = Number(m[2])
+  const d = Number(m[3])
+  const h = Number(m[4])
+  const mi = Number(m[5])
+  const s = Number(m[6])
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return null
   const ms = Date.parse(text.toUpperCase())
   return Number.isFinite(ms) ? ms : null
@@ -51,7 +55,7 @@ const SIGNATURE_ID_CHARS = 22
  * agent is used, with whether a record exists; throws 403 `forbidden` to refuse (nothing is created).
  */
 export interface AdmissionGate {
-  check(publicKey: string, known: boolean, address?: string | null): Promise<void>
+  check(publicKey: string, known: boolean, address?: string | null): Promise<void> | void
 }
 
 export interface AuthenticatorDeps {
@@ -147,7 +151,8 @@ export class Authenticator {
     // admission first: a key the relay does not admit costs nothing stored, not even a replay entry
     // (repeating its request only gets the same refusal)
     const known = await this.agents.find(pre.publicKey)
-    if (this.admission) await this.admission.check(pre.publicKey, known !== null, pre.address)
+    const admitting = this.admission?.check(pre.publicKey, known !== null, pre.address)
+    if (admitting) await admitting
     // kept for twice the window: a replay is only possible while the timestamp is inside it
     const reservation = await this.replay.reserve(pre.signature.slice(0, SIGNATURE_ID_CHARS), this.clock.now() + 2 * this.toleranceMs)
     if (!reservation) throw new RelayError('replay_detected', 'This signature was already used')
