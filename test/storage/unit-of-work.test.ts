@@ -88,6 +88,7 @@ describe('grouped commits', () => {
     // the optimistic pass stopped at b; the careful pass ran all four
     expect(runs).toEqual(['a', 'b', 'a', 'b', 'c', 'd'])
     expect(storage.uow.stats.reruns).toBe(1)
+    expect(await storage.health()).toMatchObject({ status: 'ok', group_reruns: 1 })
     expect(await storage.state.getNumber('b')).toBeNull()
     expect(await storage.state.getNumber('b-2')).toBeNull()
     // each committed value is the careful pass's own
