@@ -3,7 +3,7 @@
  * uses — a writer, used only inside units of work, and a reader for everything else, which in WAL mode
  * sees committed data only and never waits for the writer.
  */
-import { Database } from 'bun:sqlite'
+import { Database, type Statement } from 'bun:sqlite'
 import { migrate } from './migrate.ts'
 
 /**
@@ -13,7 +13,7 @@ import { migrate } from './migrate.ts'
  * mode: a commit survives a crash of the process (kill -9); only a power loss can take the last ones.
  */
 export function openConnection(path: string, busyTimeoutMs: number): Database {
-  const db = new Database(path, { create: true, strict: true })
+  const db = trackStatements(new Database(path, { create: true, strict: true }))
   // WAL is switched on (once per file) under a generous timeout: another process may be writing
   db.run('PRAGMA busy_timeout = 5000')
   db.run('PRAGMA journal_mode = WAL')
@@ -40,4 +40,30 @@ export function openRelayDatabase(path: string): { writer: Database; reader: Dat
   writer.run('PRAGMA busy_timeout = 0')
   const reader = openConnection(path, 0)
   return { writer, reader }
+}
+
+const statements = new WeakMap<Database, Set<Statement>>()
+
+/**
+ * Remembers the statements prepared on `db`, so that `closeConnection` can finalize them. SQLite
+ * keeps a connection (and its file descriptors) open until its last statement is finalized, which
+ * otherwise waits for the garbage collector: a relay stopped in process would hold its files.
+ */
+function trackStatements(db: Database): Database {
+  const prepared = new Set<Statement>()
+  statements.set(db, prepared)
+  const prepare = db.prepare.bind(db)
+  db.prepare = ((sql: string, ...params: unknown[]) => {
+    const statement = prepare(sql, ...(params as []))
+    prepared.add(statement)
+    return statement
+  }) as Database['prepare']
+  return db
+}
+
+/** Finalizes the statements prepared on `db`, then closes it: its files are released at once. */
+export function closeConnection(db: Database): void {
+  for (const statement of statements.get(db) ?? []) statement.finalize()
+  statements.delete(db)
+  db.close()
 }

@@ -14,7 +14,7 @@ import { SqliteAdmissionStore } from './admission-store.ts'
 import { AgentCache, SqliteAgentStore } from './agents-store.ts'
 import { SqliteBlobRecordStore } from './blobs-store.ts'
 import { Checkpointer } from './checkpointer.ts'
-import { openRelayDatabase } from './database.ts'
+import { closeConnection, openRelayDatabase } from './database.ts'
 import { SqliteDiscoveryStore } from './discovery-store.ts'
 import { mapSqliteError } from './errors.ts'
 import { SqliteMessageStore } from './messages-store.ts'
@@ -194,7 +194,7 @@ export class SqliteStorage implements Storage {
     } catch (err) {
       this.opts.logger.warn('WAL checkpoint failed', { error: String(err) })
     }
-    this.reader.close()
-    this.writer.close()
+    closeConnection(this.reader)
+    closeConnection(this.writer)
   }
 }
