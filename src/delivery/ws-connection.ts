@@ -96,7 +96,6 @@ export class Connection {
     return (this.agent as AgentRecord).publicKey
   }
 
-  /** Sends a reply frame (auth_result, send_result, pong, error); replies do not wait for drain. */
   /**
    * Sends the answer to a frame once the answers to earlier frames have left: sends are handled
    * concurrently (their commits group), but a client reads its answers in the order it asked.
@@ -116,6 +115,7 @@ export class Connection {
       })
   }
 
+  /** Sends a reply frame (auth_result, send_result, pong, error); replies do not wait for drain. */
   reply(text: string): void {
     if (this.state !== 'closed') this.socket.send(text)
   }

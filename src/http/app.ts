@@ -10,7 +10,7 @@ import type { Clock } from '../lib/clock.ts'
 import { newRequestId } from '../lib/ids.ts'
 import { JsonTextError, MAX_JSON_DEPTH, parseJsonText } from '../lib/json-text.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { Authenticator } from '../services/authenticator.ts'
+import type { Authenticator, PrecheckedAuth } from '../services/authenticator.ts'
 import type { AgentRecord } from '../services/models/records.ts'
 import { BodyDeadlines, readRawBody } from './body.ts'
 import { clientAddressOf, type PreAuthBudget } from './preauth.ts'
@@ -96,11 +96,12 @@ export function createApp(deps: AppDeps) {
    * rate, then the signature headers' shape and the timestamp window. A request that fails is answered
    * at once; its body is never buffered (the runtime discards it as it arrives).
    */
-  const admit = (state: RequestState, request: Request): void => {
-    if (state.admitted) return
-    state.admitted = true
-    preauth.admit(clientAddressOf(request))
-    state.pendingAuth = authenticator.checkHeaders(signedInput(request))
+  const admit = (state: RequestState, request: Request): PrecheckedAuth => {
+    if (!state.pendingAuth) {
+      preauth.admit(clientAddressOf(request))
+      state.pendingAuth = authenticator.checkHeaders(signedInput(request))
+    }
+    return state.pendingAuth
   }
 
   /** The body, held against the pre-auth budget and read within the body deadline. */
@@ -133,7 +134,7 @@ export function createApp(deps: AppDeps) {
       const state = stateOf(request) as RequestState
       if (state.bodyError) throw state.bodyError
       if (isPublicPath(path)) return
-      admit(state, request)
+      const pre = admit(state, request)
       // blob uploads: headers and window are checked; the route finishes the signature check once the
       // streamed hash is known (docs/protocol.md §6)
       if (streamedBodies.has(path)) return
@@ -143,7 +144,7 @@ export function createApp(deps: AppDeps) {
       }
       let auth
       try {
-        auth = await authenticator.authenticateRequestDeferred(state.pendingAuth ?? signedInput(request), request.method, pathWithQuery(request.url), bodyHash(state.raw))
+        auth = await authenticator.authenticateRequestDeferred(pre, request.method, pathWithQuery(request.url), bodyHash(state.raw))
       } finally {
         // authenticated or refused: either way the body no longer counts as unauthenticated
         state.hold?.release()

@@ -50,11 +50,6 @@ export class BodyDeadlines {
     })
   }
 
-  /** Bodies being read now. */
-  get size(): number {
-    return this.pending.size
-  }
-
   private check(): void {
     const now = performance.now()
     for (const entry of this.pending) {

@@ -8,6 +8,7 @@
 import { BlockList, isIP } from 'node:net'
 import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
+import { parseV6, unbracket } from '../lib/ip.ts'
 
 export interface PreAuthLimits {
   /** Bytes held for unauthenticated requests and sockets over all clients (0 = no limit). */
@@ -51,7 +52,7 @@ export function clientAddress(request: Request, socketAddress: string | null | u
 }
 
 function isExempt(list: BlockList, address: string): boolean {
-  const a = address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address
+  const a = unbracket(address)
   const family = isIP(a)
   if (family === 0) return false
   return list.check(a, family === 4 ? 'ipv4' : 'ipv6')
@@ -85,20 +86,12 @@ export function parseAddressList(text: string): BlockList {
  * prefix, since one subscriber usually holds a whole /64 and could otherwise rotate addresses freely.
  */
 export function addressKey(address: string): string {
-  let a = address.trim().toLowerCase().slice(0, 64)
-  if (a.startsWith('[')) a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined)
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(a)
-  if (mapped) return mapped[1]
+  const a = unbracket(address.trim().toLowerCase().slice(0, 64))
   if (!a.includes(':')) return a
-  a = a.split('%')[0]
-  const [head, tail] = a.split('::', 2) as [string, string | undefined]
-  const headGroups = head ? head.split(':') : []
-  const tailGroups = tail ? tail.split(':') : []
-  const groups = tail === undefined ? headGroups : [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill('0'), ...tailGroups]
-  return `${groups
-    .slice(0, 4)
-    .map((g) => (parseInt(g, 16) || 0).toString(16))
-    .join(':')}::/64`
+  const g = parseV6(a)
+  if (!g) return a
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff].join('.')
+  return `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`
 }
 
 /**
@@ -129,10 +122,6 @@ export class PreAuthHold {
     if (this.released) throw new Error('pre-auth hold used after release')
     this.budget.take(this.key, this.kind, n)
     this.bytes += n
-  }
-
-  get heldBytes(): number {
-    return this.bytes
   }
 
   release(): void {

@@ -24,8 +24,6 @@ export interface RequestState {
   onAuthenticated?: (publicKey: string) => Promise<void>
   /** The error code answered, for the request's log line. */
   errorCode?: string
-  /** The address's request rate and the signature headers were checked (before any body byte). */
-  admitted?: boolean
   /** Body bytes held against the pre-auth budget until the request is authenticated. */
   hold?: PreAuthHold
   /** Route template for logs and metrics, e.g. /v1/agents/:publicKey. */

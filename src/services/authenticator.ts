@@ -96,13 +96,11 @@ export class Authenticator {
    * so a request never pays two commits.
    */
   authenticateRequestDeferred(
-    input: SignedInput | PrecheckedAuth,
+    pre: PrecheckedAuth,
     method: string,
     pathWithQuery: string,
     bodyHash: string,
   ): Promise<{ agent: AgentRecord; committed: Promise<void> }> {
-    // headers already checked by `checkHeaders` (before the body was read) are not checked again
-    const pre = 'keyBytes' in input ? input : this.checkHeaders(input)
     // the target as received, and as sent when the runtime re-encoded characters sent raw (auth/canonical.ts)
     return this.verifyAndReserve(pre, canonicalStrings(method, pathWithQuery, pre.timestamp, bodyHash))
   }

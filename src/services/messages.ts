@@ -46,7 +46,6 @@ export interface MessagesServiceDeps {
 
 const notFound = () => new RelayError('message_not_found', 'No such message, or not yours to read')
 
-/** A step inside the unit of work inserting an accepted message; see `onInsert`. */
 /** A step run inside the unit of work that inserts a message; nothing to wait for when it returns no promise. */
 export type InsertHook = (tx: Stores, message: MessageRecord, blobIds: readonly string[]) => Promise<void> | void
 

@@ -253,7 +253,14 @@ export interface RelayFigures {
   agents: { active: number; suspended: number; total: number }
   /** By effective status at `now`. */
   messages: { sent: number; delivered: number; expired: number; total: number }
-  blobs: { records: number; bytes: number; stored_files: number; stored_bytes: number }
+  blobs: {
+    /** Unexpired blob records and the bytes they account for (what owners see against their quota). */
+    records: number
+    bytes: number
+    /** Distinct contents stored (content-addressed: one per SHA-256), including not yet collected ones. */
+    stored_files: number
+    stored_bytes: number
+  }
   webhooks: { enabled: number; disabled: number; pending_deliveries: number }
   database: { size_bytes: number; wal_bytes: number }
 }

@@ -137,9 +137,6 @@ export function validate<T extends TSchema>(schema: T, value: unknown, what = 'r
   throw badRequest(`Invalid ${what}`, collectFieldErrors(check.Errors(value)))
 }
 
-/** Serialized size in UTF-8 bytes of a JSON value. */
-export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '')
-
 /** True for a plain JSON object (not an array, not null). */
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)

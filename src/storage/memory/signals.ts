@@ -11,7 +11,6 @@ type GoneListener = (publicKey: string, reason: 'deleted' | 'suspended') => void
 export class LocalSignals implements Signals {
   private readonly messageListeners: ((m: MessageRecord, origin: 'local' | 'remote') => void)[] = []
   private readonly goneListeners: GoneListener[] = []
-  private readonly resyncListeners: (() => void)[] = []
 
   constructor(private readonly onListenerError: (err: unknown) => void = () => {}) {}
 
@@ -34,14 +33,8 @@ export class LocalSignals implements Signals {
   /** One process: every message is committed here, and handed over as it is; nothing to filter. */
   wantRecipients(_filter: (recipientKey: string) => boolean): void {}
 
-  onResync(listener: () => void): void {
-    this.resyncListeners.push(listener)
-  }
-
-  /** Tells resync listeners that notices may have been missed (tests; cluster signals do it on reconnect). */
-  resync(): void {
-    for (const l of this.resyncListeners) this.call(l)
-  }
+  /** One process hears every notice as it is made: nothing is ever missed, so nothing to resync. */
+  onResync(_listener: () => void): void {}
 
   async close(): Promise<void> {}
 

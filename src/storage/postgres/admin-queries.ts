@@ -1,11 +1,8 @@
 /** Operator listings on PostgreSQL (relay admin, /v1/admin): read-only, on the pool. */
 import type { AgentRecord, AgentStatus } from '../../services/models/records.ts'
 import type { AdminQueries, QueuedDelivery } from '../../services/ports.ts'
+import { AGENT_COLUMNS } from './agents-store.ts'
 import { rows, type Db } from './db.ts'
-
-const AGENT_COLUMNS = `public_key AS "publicKey", display_name AS "displayName", status, suspended_reason AS "suspendedReason",
-  visibility, inbox_policy AS "inboxPolicy", metadata, capabilities, created_at::float8 AS "createdAt",
-  updated_at::float8 AS "updatedAt", last_active_at::float8 AS "lastActiveAt"`
 
 export class PgAdminQueries implements AdminQueries {
   constructor(private readonly db: Db) {}

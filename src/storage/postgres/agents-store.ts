@@ -49,7 +49,7 @@ export class PgAgentCache {
   }
 }
 
-const COLUMNS = `public_key AS "publicKey", display_name AS "displayName", status, suspended_reason AS "suspendedReason",
+export const AGENT_COLUMNS = `public_key AS "publicKey", display_name AS "displayName", status, suspended_reason AS "suspendedReason",
   visibility, inbox_policy AS "inboxPolicy", metadata, capabilities, created_at::float8 AS "createdAt",
   updated_at::float8 AS "updatedAt", last_active_at::float8 AS "lastActiveAt"`
 
@@ -130,7 +130,7 @@ export class PgAgentStore implements AgentStore {
       if (hit) return hit
     }
     const mark = this.cache.mark(publicKey)
-    const row = await one<AgentRecord>(this.db, `SELECT ${COLUMNS} FROM agents WHERE public_key = $1`, [publicKey])
+    const row = await one<AgentRecord>(this.db, `SELECT ${AGENT_COLUMNS} FROM agents WHERE public_key = $1`, [publicKey])
     if (row && !this.inTransaction) this.cache.set(publicKey, row, mark)
     return row
   }
@@ -139,7 +139,7 @@ export class PgAgentStore implements AgentStore {
     const inserted = await one<AgentRecord>(
       this.db,
       `INSERT INTO agents (public_key, created_at, updated_at, last_active_at) VALUES ($1, $2, $2, $2)
-       ON CONFLICT (public_key) DO NOTHING RETURNING ${COLUMNS}`,
+       ON CONFLICT (public_key) DO NOTHING RETURNING ${AGENT_COLUMNS}`,
       [publicKey, now],
     )
     if (inserted) return inserted

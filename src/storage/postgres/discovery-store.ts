@@ -1,11 +1,10 @@
 import type { DiscoveryFilter, DiscoveryRecord, TagCount } from '../../services/models/records.ts'
 import type { DiscoveryStore } from '../../services/ports.ts'
 import { searchWords } from './agents-store.ts'
+import { likePrefix, substringLike, TAG_RANGE_END } from '../like.ts'
 import { rows, type Db } from './db.ts'
 
 const COLUMNS = `a.public_key AS "publicKey", a.display_name AS "displayName", a.last_active_at::float8 AS "lastActiveAt", a.capabilities`
-/** Sorts above every character a tag may hold, so [prefix, prefix + this) is the range of tags with that prefix. */
-const TAG_RANGE_END = '\x7f'
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
 const LOWER = 'abcdefghijklmnopqrstuvwxyz'
 
@@ -68,12 +67,3 @@ export class PgDiscoveryStore implements DiscoveryStore {
 
 const asciiLower = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase())
 
-/** `word%` for LIKE with `\` as escape: `%`, `_` and `\` in the word taken literally. */
-function likePrefix(word: string): string {
-  return `${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-}
-
-/** `%substring%` for LIKE with `\` as escape. */
-function substringLike(name: string): string {
-  return `%${name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-}

@@ -2,11 +2,8 @@
 import type { Database } from 'bun:sqlite'
 import type { AgentRecord, AgentStatus } from '../../services/models/records.ts'
 import type { AdminQueries, QueuedDelivery } from '../../services/ports.ts'
+import { AGENT_COLUMNS } from './agents-store.ts'
 import { mapSqliteError } from './errors.ts'
-
-const AGENT_COLUMNS = `public_key AS publicKey, display_name AS displayName, status, suspended_reason AS suspendedReason,
-  visibility, inbox_policy AS inboxPolicy, metadata, capabilities, created_at AS createdAt, updated_at AS updatedAt,
-  last_active_at AS lastActiveAt`
 
 export class SqliteAdminQueries implements AdminQueries {
   private readonly agentsStmt

@@ -29,7 +29,7 @@ export class AgentCache {
   }
 }
 
-const COLUMNS = `public_key AS publicKey, display_name AS displayName, status, suspended_reason AS suspendedReason,
+export const AGENT_COLUMNS = `public_key AS publicKey, display_name AS displayName, status, suspended_reason AS suspendedReason,
   visibility, inbox_policy AS inboxPolicy, metadata, capabilities, created_at AS createdAt, updated_at AS updatedAt,
   last_active_at AS lastActiveAt`
 
@@ -56,7 +56,7 @@ export class SqliteAgentStore implements AgentStore {
   ) {
     this.inUnitOfWork = afterCommit !== undefined
     this.countStmt = db.prepare('SELECT count(*) AS n FROM agents')
-    this.byKey = db.prepare(`SELECT ${COLUMNS} FROM agents WHERE public_key = ?`)
+    this.byKey = db.prepare(`SELECT ${AGENT_COLUMNS} FROM agents WHERE public_key = ?`)
     // polled several times a second: reads only the updated_at index range
     this.changed = db.prepare('SELECT public_key AS publicKey, status, updated_at AS updatedAt FROM agents WHERE updated_at > ? ORDER BY updated_at')
     this.insertStmt = db.prepare(

@@ -1,6 +1,9 @@
 import type { Database, Statement } from 'bun:sqlite'
 import type { DiscoveryFilter, DiscoveryRecord, TagCount } from '../../services/models/records.ts'
 import type { DiscoveryStore } from '../../services/ports.ts'
+import { substringLike, TAG_RANGE_END } from '../like.ts'
+
+export { substringLike }
 
 const COLUMNS = 'a.public_key AS publicKey, a.display_name AS displayName, a.last_active_at AS lastActiveAt, a.capabilities AS capabilities'
 const LISTED = `a.visibility = 'public' AND a.status = 'active'`
@@ -12,8 +15,6 @@ const LISTED = `a.visibility = 'public' AND a.status = 'active'`
 export const BROAD_MATCH = 1000
 /** How a text search without tags is driven: from its matches, or along the recency index. */
 export type TextDriver = 'matches' | 'recency'
-/** Sorts above every character a tag may hold, so [prefix, prefix + this) is the range of tags with that prefix. */
-const TAG_RANGE_END = '\x7f'
 
 /**
  * Discovery reads (docs/protocol.md §3) over the indexes that migrations/0003 keeps: agent_tags in result order per
@@ -173,7 +174,3 @@ export function ftsMatch(words: readonly string[]): string | null {
   return terms.length ? terms.join(' AND ') : null
 }
 
-/** `%substring%` for LIKE … ESCAPE '\\', with `%`, `_` and `\\` in the substring taken literally. */
-export function substringLike(name: string): string {
-  return `%${name.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-}

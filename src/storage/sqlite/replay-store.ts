@@ -59,8 +59,4 @@ export class SqliteReplayStore implements ReplayStore {
     })
     return removed
   }
-
-  get size(): number {
-    return this.seen.size
-  }
 }

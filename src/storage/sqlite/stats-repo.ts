@@ -1,30 +1,8 @@
-import { PUBLIC_KEY_PATTERN } from '../../auth/keys.ts'
-import { decodePosition, encodePosition } from '../../lib/cursor.ts'
 import type { Database } from 'bun:sqlite'
 import { statSync } from 'node:fs'
+import type { RelayFigures } from '../../services/ports.ts'
 
-/** Counts of stored messages by their effective status at `now` (docs/protocol.md §4.6). */
-export interface MessageCounts {
-  sent: number
-  delivered: number
-  expired: number
-}
-
-export interface RelayStats {
-  agents: { active: number; suspended: number; total: number }
-  messages: MessageCounts & { total: number }
-  blobs: {
-    /** Unexpired blob records and the bytes they account for (what owners see against their quota). */
-    records: number
-    bytes: number
-    /** Distinct contents on disk (content-addressed: one file per SHA-256), including not yet collected ones. */
-    stored_files: number
-    stored_bytes: number
-  }
-  webhooks: { enabled: number; disabled: number; pending_deliveries: number }
-  database: { size_bytes: number; wal_bytes: number }
-}
-
+type MessageCounts = Omit<RelayFigures['messages'], 'total'>
 
 /**
  * Read-only figures about the whole relay for operators (`relay admin stats`, `relay admin agents`)
@@ -37,7 +15,7 @@ export class StatsRepo {
     private readonly databasePath?: string,
   ) {}
 
-  agentCounts(): RelayStats['agents'] {
+  agentCounts(): RelayFigures['agents'] {
     const out = { active: 0, suspended: 0, total: 0 }
     for (const row of this.client.query<{ status: string; n: number }, []>('SELECT status, count(*) AS n FROM agents GROUP BY status').all()) {
       if (row.status === 'active' || row.status === 'suspended') out[row.status] = row.n
@@ -63,7 +41,7 @@ export class StatsRepo {
     return { sent: row?.sent ?? 0, delivered: row?.delivered ?? 0, expired: row?.expired ?? 0 }
   }
 
-  blobCounts(now: number): RelayStats['blobs'] {
+  blobCounts(now: number): RelayFigures['blobs'] {
     const live = this.client
       .query<{ n: number; bytes: number | null }, [number]>('SELECT count(*) AS n, sum(size_bytes) AS bytes FROM blobs WHERE expires_at > ?')
       .get(now)
@@ -75,7 +53,7 @@ export class StatsRepo {
     return { records: live?.n ?? 0, bytes: live?.bytes ?? 0, stored_files: stored?.n ?? 0, stored_bytes: stored?.bytes ?? 0 }
   }
 
-  webhookCounts(): RelayStats['webhooks'] {
+  webhookCounts(): RelayFigures['webhooks'] {
     const hooks = this.client
       .query<{ enabled: number | null; disabled: number | null }, []>('SELECT sum(enabled = 1) AS enabled, sum(enabled = 0) AS disabled FROM webhooks')
       .get()
@@ -86,7 +64,7 @@ export class StatsRepo {
   }
 
   /** Size of the database file (pages in use) and of its write-ahead log. */
-  databaseSize(): RelayStats['database'] {
+  databaseSize(): RelayFigures['database'] {
     const pages = this.client.query<{ page_count: number }, []>('PRAGMA page_count').get()?.page_count ?? 0
     const pageSize = this.client.query<{ page_size: number }, []>('PRAGMA page_size').get()?.page_size ?? 0
     let wal = 0
@@ -100,7 +78,7 @@ export class StatsRepo {
     return { size_bytes: pages * pageSize, wal_bytes: wal }
   }
 
-  all(now: number): RelayStats {
+  all(now: number): RelayFigures {
     const messages = this.messageCounts(now)
     return {
       agents: this.agentCounts(),

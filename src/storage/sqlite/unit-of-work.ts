@@ -124,24 +124,14 @@ export class SqliteUnitOfWork<S> {
   }
 
   private async execute(batch: Job<S>[]): Promise<void> {
-    const locked = await this.begin()
-    if (locked !== null) {
-      this.stats.lock_timeouts++
-      for (const job of batch) job.reject(locked)
-      return
-    }
+    if (!(await this.lock(batch))) return
     let crossedTurn = false
     const watch = setImmediate(() => (crossedTurn = true))
     try {
       if (batch.length > 1 && this.careful === 0 && !(await this.runOptimistic(batch))) {
         this.stats.reruns++
         this.careful = CAREFUL_GROUPS_AFTER_FAILURE
-        const relocked = await this.begin()
-        if (relocked !== null) {
-          this.stats.lock_timeouts++
-          for (const job of batch) job.reject(relocked)
-          return
-        }
+        if (!(await this.lock(batch))) return
       }
       if (batch.length === 1 || this.careful > 0) {
         if (this.careful > 0) this.careful--
@@ -174,8 +164,7 @@ export class SqliteUnitOfWork<S> {
       this.stmt.commit.run()
       return true
     } catch {
-      this.rollback()
-      this.afterCommit.length = 0
+      this.abandon()
       for (const job of batch) {
         job.ok = undefined
         job.value = undefined
@@ -210,12 +199,26 @@ export class SqliteUnitOfWork<S> {
       this.stmt.commit.run()
       return true
     } catch (err) {
-      this.rollback()
-      this.afterCommit.length = 0
+      this.abandon()
       const mapped = mapSqliteError(err)
       for (const job of batch) job.reject(!single && job.error !== undefined ? job.error : mapped)
       return false
     }
+  }
+
+  /** Takes the write lock for `batch`; when it stays taken elsewhere, rejects every unit and false. */
+  private async lock(batch: Job<S>[]): Promise<boolean> {
+    const locked = await this.begin()
+    if (locked === null) return true
+    this.stats.lock_timeouts++
+    for (const job of batch) job.reject(locked)
+    return false
+  }
+
+  /** Rolls the open transaction back with the steps its units registered for after the commit. */
+  private abandon(): void {
+    this.rollback()
+    this.afterCommit.length = 0
   }
 
   /** Takes the write lock, retrying on timers while another connection holds it; null when taken, else the error. */
