@@ -32,7 +32,7 @@ import { AdminService } from './services/admin.ts'
 import { Scheduler } from './jobs/scheduler.ts'
 import { AgentsService } from './services/agents.ts'
 import { Authenticator } from './services/authenticator.ts'
-import { AdmissionService } from './services/admission.ts'
+import { AdmissionService, admissionOptions } from './services/admission.ts'
 import { HealthService } from './services/health.ts'
 import type { BlobStore, ConnectionRegistry, Signals, Storage } from './services/ports.ts'
 import { VerifyPool } from './auth/verify-pool.ts'
@@ -128,12 +128,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const verifier = new VerifyPool(config.verifyOnWorker, (error) =>
     logger.warn('signature worker failed; verifying on the main thread', { error }),
   )
-  const admission = new AdmissionService(storage, clock, {
-    mode: config.admission.mode,
-    maxAgents: config.admission.maxAgents,
-    newAgentsPerHour: config.rateLimits.newAgentsPerHour,
-    adminKeys: config.admin.keys,
-  })
+  const admission = new AdmissionService(storage, clock, admissionOptions(config))
   const authenticator = new Authenticator({
     admission,
     agents: storage.agents,

@@ -2,17 +2,17 @@
  * `relay admin …`: operator commands on the data directory, while the relay runs or not. Every action
  * goes through the AdminService that also answers /v1/admin, over the storage the configuration names.
  */
-import { existsSync } from 'node:fs'
 import { isPublicKey } from '../auth/keys.ts'
 import { loadConfig } from '../config/load.ts'
 import { systemClock } from '../lib/clock.ts'
 import { silentLogger } from '../lib/logger.ts'
 import { AdminService, AGENT_PAGE_MAX } from '../services/admin.ts'
-import { AdmissionService } from '../services/admission.ts'
+import { AdmissionService, admissionOptions } from '../services/admission.ts'
 import { AgentsService } from '../services/agents.ts'
 import { openStorageAsync } from '../storage/open-storage.ts'
-import { dataPaths, prepareDataDir } from '../relay.ts'
+import { prepareDataDir } from '../relay.ts'
 import { UsageError } from './args.ts'
+import { requireDatabase } from './data-dir.ts'
 import { fields, humanBytes, table } from './format.ts'
 
 export const ADMIN_FLAGS = ['reason', 'data-dir', 'config', 'status', 'limit', 'cursor', 'note']
@@ -30,19 +30,13 @@ const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2)
  */
 async function withAdmin<T>(flags: Record<string, string>, run: (admin: AdminService, dataDir: string) => Promise<T>, opts: { existing?: boolean } = {}): Promise<T> {
   const config = await loadConfig({ flags })
-  if (opts.existing && !config.database.url) {
-    const { database } = dataPaths(config.dataDir)
-    if (!existsSync(database)) throw new Error(`no relay database at ${database} (check --data-dir or RELAY_DATA_DIR)`)
-  }
+  if (opts.existing && !config.database.url) requireDatabase(config.dataDir)
   const clock = systemClock
   // the storage the relay itself runs on: the SQLite file, or the database RELAY_DATABASE_URL names
   const { storage, signals } = await openStorageAsync(config, prepareDataDir(config.dataDir), silentLogger, clock, { tool: true })
   try {
-    const admission = new AdmissionService(storage, clock, {
-      mode: config.admission.mode,
-      maxAgents: config.admission.maxAgents,
-      newAgentsPerHour: config.rateLimits.newAgentsPerHour,
-    })
+    // the admin keys are left out: a command acts for the operator, not for a caller to admit
+    const admission = new AdmissionService(storage, clock, { ...admissionOptions(config), adminKeys: [] })
     const admin = new AdminService({ storage, clock, agents: new AgentsService(storage, clock, signals), admission })
     return await run(admin, config.dataDir)
   } finally {

@@ -19,10 +19,7 @@ export interface ExistingDataDir {
  */
 export async function openExistingDataDir(flags: Record<string, string>): Promise<ExistingDataDir> {
   const config = await loadConfig({ flags })
-  const paths = dataPaths(config.dataDir)
-  if (!existsSync(paths.database)) {
-    throw new Error(`no relay database at ${paths.database} (check --data-dir or RELAY_DATA_DIR)`)
-  }
+  const paths = requireDatabase(config.dataDir)
   const client = new Database(paths.database, { readwrite: true, create: false, strict: true })
   client.run('PRAGMA busy_timeout = 5000')
   return { config, paths, client }
@@ -66,4 +63,11 @@ export function processHolding(files: string[]): number | null {
     }
   }
   return null
+}
+
+/** The data directory's paths; throws when it holds no relay database (a mistyped path, not a new relay). */
+export function requireDatabase(dataDir: string): ReturnType<typeof dataPaths> {
+  const paths = dataPaths(dataDir)
+  if (!existsSync(paths.database)) throw new Error(`no relay database at ${paths.database} (check --data-dir or RELAY_DATA_DIR)`)
+  return paths
 }

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/load.ts'
 import { UsageError } from './args.ts'
+import { errorLine } from './format.ts'
 import { localUrl } from './serve.ts'
 
 export const HEALTH_FLAGS = ['url', 'config', 'timeout']
@@ -29,12 +30,12 @@ export async function health(flags: Record<string, string>): Promise<number> {
   } catch (err) {
     const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutS} s` : (err as Error).message
     if (flags.json === 'true') process.stdout.write(JSON.stringify({ url, ok: false, error: reason }) + '\n')
-    else process.stderr.write(`relay: error: ${url}: ${reason}\n`)
+    else process.stderr.write(errorLine(`${url}: ${reason}`))
     return 1
   }
   const ok = status === 200
   if (flags.json === 'true') process.stdout.write(JSON.stringify({ url, ok, status, body }) + '\n')
   else if (ok) process.stdout.write(`ok ${url}\n`)
-  else process.stderr.write(`relay: error: ${url} answered ${status}: ${JSON.stringify(body)}\n`)
+  else process.stderr.write(errorLine(`${url} answered ${status}: ${JSON.stringify(body)}`))
   return ok ? 0 : 1
 }

@@ -37,8 +37,6 @@ export interface SentAttachment {
 }
 
 const BLOB_ID = /^blob_[A-Za-z0-9_-]{1,59}$/
-/** How long a read waits for the socket's first backlog before it asks the relay directly. */
-const SYNC_WAIT_MS = 3000
 
 export class Bridge {
   readonly client: RelayClient
@@ -71,7 +69,7 @@ export class Bridge {
   async readMessage(messageId: string): Promise<MessageJson> {
     const held = this.inbox.get(messageId)
     if (held) return held
-    if (await this.inbox.whenSynced(SYNC_WAIT_MS)) {
+    if (await this.inbox.whenSynced()) {
       const late = this.inbox.get(messageId)
       if (late) return late
     }

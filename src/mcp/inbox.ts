@@ -11,6 +11,9 @@
  */
 import { RelayApiError, wsUrl, type MessageJson, type RelayClient, type RelaySocket } from '../client/index.ts'
 
+/** How long a read waits for a new connection's first backlog before it answers (or asks the relay directly). */
+export const SYNC_WAIT_MS = 3000
+
 export type ConnectionStateName = 'connecting' | 'connected' | 'disconnected' | 'refused'
 
 export interface ConnectionState {
@@ -143,7 +146,7 @@ export class PendingInbox {
    * Resolves true once the current connection has received the backlog it started with; false on
    * timeout, or at once (or as soon as an attempt fails) when there is no connection to wait for.
    */
-  whenSynced(timeoutMs: number): Promise<boolean> {
+  whenSynced(timeoutMs = SYNC_WAIT_MS): Promise<boolean> {
     if (this.synced) return Promise.resolve(true)
     if (this.state.state === 'disconnected' || this.state.state === 'refused') return Promise.resolve(false)
     return new Promise((resolve) => {
@@ -193,7 +196,7 @@ export class PendingInbox {
    */
   async wait(filter: InboxFilter, opts: { timeoutMs: number; newOnly?: boolean; signal?: AbortSignal }): Promise<MessageJson | null> {
     if (!opts.newOnly) {
-      await this.whenSynced(Math.min(opts.timeoutMs, 3000))
+      await this.whenSynced(Math.min(opts.timeoutMs, SYNC_WAIT_MS))
       const first = this.list({ ...filter, limit: 1 }).messages[0]
       if (first) return first
     }

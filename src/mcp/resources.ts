@@ -58,7 +58,7 @@ export function registerResources(server: McpServer, bridge: Bridge): void {
       mimeType: 'application/json',
     },
     async (uri) => {
-      await bridge.inbox.whenSynced(3000)
+      await bridge.inbox.whenSynced()
       return json(uri, inboxDigest(bridge))
     },
   )

@@ -14,6 +14,7 @@
  * watcher's interval.
  */
 import { RelayError } from '../errors.ts'
+import type { Config } from '../config/config.ts'
 import type { Clock } from '../lib/clock.ts'
 import type { AdmissionGate } from './authenticator.ts'
 import type { Storage } from './ports.ts'
@@ -31,6 +32,16 @@ export interface AdmissionOptions {
 }
 
 const HOUR_MS = 3_600_000
+
+/** The admission options of a configuration. */
+export function admissionOptions(config: Config): AdmissionOptions {
+  return {
+    mode: config.admission.mode,
+    maxAgents: config.admission.maxAgents,
+    newAgentsPerHour: config.rateLimits.newAgentsPerHour,
+    adminKeys: config.admin.keys,
+  }
+}
 
 const refused = (message: string, details: Record<string, unknown> | null = null) => new RelayError('forbidden', message, details)
 

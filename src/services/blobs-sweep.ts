@@ -79,10 +79,7 @@ export class BlobSweeper {
       await this.pause()
     }
     // removals a previous run (or instance) left half done
-    for (const h of await this.storage.blobs.contentsMarkedDeleting(this.batch)) {
-      await this.store.delete(h)
-      await this.storage.blobs.forgetContent(h)
-    }
+    for (const h of await this.storage.blobs.contentsMarkedDeleting(this.batch)) await this.dropContent(h)
     const candidates = [...this.candidates]
     this.candidates.clear()
     result.files_removed += await this.removeUnused(candidates, now)
@@ -120,13 +117,18 @@ export class BlobSweeper {
     return removed
   }
 
+  /** Deletes a content marked for deletion, then forgets the mark (a crash between the two is redone). */
+  private async dropContent(hash: string): Promise<void> {
+    await this.store.delete(hash)
+    await this.storage.blobs.forgetContent(hash)
+  }
+
   private async removeUnused(hashes: string[], now: number): Promise<number> {
     let removed = 0
     for (let i = 0; i < hashes.length; i++) {
       const h = hashes[i]
       if (await this.storage.blobs.markContentDeleting(h, now - CONTENT_GRACE_MS, now)) {
-        await this.store.delete(h)
-        await this.storage.blobs.forgetContent(h)
+        await this.dropContent(h)
         removed++
       }
       if ((i + 1) % CHECKS_PER_TURN === 0) await this.pause()

@@ -210,7 +210,7 @@ export class BlobsService {
       // within the quota, but the bytes were only hashed: uploads not yet verified filled their disk budget
       throw new RelayError('service_unavailable', 'Too many uploads in progress; retry shortly', null, { ...this.storageHeaders(used), 'Retry-After': '5' })
     }
-    if (used + blob.size > this.limits.quotaBytes || blob.staging === null) {
+    if (used + blob.size > this.limits.quotaBytes) {
       throw new RelayError(
         'insufficient_storage',
         `This blob (${blob.size} bytes) would exceed your storage quota: ${used} of ${this.limits.quotaBytes} bytes in use`,

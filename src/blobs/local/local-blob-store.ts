@@ -43,7 +43,7 @@ export class LocalBlobStore implements BlobStore {
   }
 
   /** Creates the directories if missing (a data directory restored without its blobs). */
-  ensureDirs(): void {
+  private ensureDirs(): void {
     mkdirSync(this.root, { recursive: true, mode: 0o700 })
     mkdirSync(this.tmpDir, { recursive: true, mode: 0o700 })
   }
@@ -224,13 +224,13 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
-  /** Writes, flushes and removes a small file where uploads go: what every upload will need. */
   /** Start-up: the directories exist (they were just created) and take writes. */
   async check(): Promise<void> {
     const problem = await this.ready()
     if (problem) throw new Error(problem)
   }
 
+  /** Writes, flushes and removes a small file where uploads go: what every upload will need. */
   async ready(): Promise<string | null> {
     const probe = join(this.tmpDir, `ready-${randomBytes(6).toString('hex')}`)
     try {

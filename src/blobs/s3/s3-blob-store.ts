@@ -475,10 +475,9 @@ class BucketSink implements StagingSink {
   }
 
   async abort(): Promise<void> {
-    const putTried = this.writer === null && this.putTried
     await this.drop().catch(() => {})
-    // a PUT whose answer was lost may still have stored the object
-    if (putTried) await this.store.deleteKey(this.key).catch(() => {})
+    // a PUT whose answer was lost may still have stored the object (a PUT is made only without a writer)
+    if (this.putTried) await this.store.deleteKey(this.key).catch(() => {})
   }
 }
 

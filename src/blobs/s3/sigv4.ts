@@ -23,7 +23,7 @@ export interface SigV4Request {
   payloadHash?: string
 }
 
-export const EMPTY_PAYLOAD_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
+const EMPTY_PAYLOAD_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
 
 /** The request's headers with `authorization` added: what to send. `nowMs` is the signing time. */
 export function signSigV4(req: SigV4Request, creds: SigV4Credentials, nowMs: number, service = 's3'): Record<string, string> {

@@ -11,8 +11,6 @@ import { READS, WRITES, defineTool, type ToolExtra } from '../tool.ts'
 /** relay_wait blocks at most this long: MCP hosts time calls out, and a model should get to act. */
 export const MAX_WAIT_S = 300
 const DEFAULT_WAIT_S = 30
-/** How long relay_inbox waits for the first backlog of a new connection before it answers. */
-const INBOX_SYNC_WAIT_MS = 3000
 /** Progress notifications while waiting keep hosts that reset their timeout on progress from giving up. */
 const PROGRESS_EVERY_MS = 10_000
 
@@ -38,7 +36,7 @@ export function registerInboxTools(server: McpServer, bridge: Bridge): void {
     },
     annotations: READS,
     run: async (query) => {
-      await bridge.inbox.whenSynced(INBOX_SYNC_WAIT_MS)
+      await bridge.inbox.whenSynced()
       return { ...bridge.inbox.list(query), connection: bridge.inbox.status() }
     },
   })
