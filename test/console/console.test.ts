@@ -199,6 +199,12 @@ describe('/console', () => {
           (e) => e.code,
         )
         expect(refused).toBe('agent_suspended')
+        // Refresh reads the figures again (the view's own address: no navigation happens by itself)
+        const [again] = await Promise.all([
+          page.waitForRequest((r) => r.url().includes('/v1/admin/stats'), { timeout: 5000 }),
+          page.getByRole('button', { name: 'Refresh' }).click(),
+        ])
+        expect(again.method()).toBe('GET')
 
         // a phone-sized screen
         await page.setViewportSize({ width: 390, height: 800 })
