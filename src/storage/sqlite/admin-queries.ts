@@ -1,9 +1,8 @@
-/** Operator listings on the SQLite file (relay admin, /v1/admin): read-only, on the reader connection. */
+/** Operator listings on the SQLite file (relay admin, /v1/admin): read-only, on the reader connection (errors mapped by the storage). */
 import type { Database } from 'bun:sqlite'
 import type { AgentRecord, AgentStatus } from '../../services/models/records.ts'
 import type { AdminQueries, QueuedDelivery } from '../../services/ports.ts'
 import { AGENT_COLUMNS } from './agents-store.ts'
-import { mapSqliteError } from './errors.ts'
 
 export class SqliteAdminQueries implements AdminQueries {
   private readonly agentsStmt
@@ -26,18 +25,10 @@ export class SqliteAdminQueries implements AdminQueries {
   }
 
   async listAgents(opts: { status: AgentStatus | null; after: { createdAt: number; publicKey: string } | null; limit: number }): Promise<AgentRecord[]> {
-    try {
-      return this.agentsStmt.all(opts.after?.createdAt ?? -1, opts.after?.publicKey ?? '', opts.status, opts.limit)
-    } catch (err) {
-      throw mapSqliteError(err)
-    }
+    return this.agentsStmt.all(opts.after?.createdAt ?? -1, opts.after?.publicKey ?? '', opts.status, opts.limit)
   }
 
   async listQueuedDeliveries(limit: number): Promise<QueuedDelivery[]> {
-    try {
-      return this.deliveriesStmt.all(limit)
-    } catch (err) {
-      throw mapSqliteError(err)
-    }
+    return this.deliveriesStmt.all(limit)
   }
 }

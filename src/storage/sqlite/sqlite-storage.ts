@@ -6,7 +6,7 @@
  */
 import type { Database } from 'bun:sqlite'
 import type { Logger } from '../../lib/logger.ts'
-import type { Storage, Stores } from '../../services/ports.ts'
+import type { RelayFigures, Storage, Stores } from '../../services/ports.ts'
 import { SlidingWindowCounters } from '../../lib/sliding-window.ts'
 import { SqliteAclStore } from './acl-store.ts'
 import { SqliteAdminQueries } from './admin-queries.ts'
@@ -61,6 +61,11 @@ function topLevel<S extends object>(reader: S, writes: readonly string[], run: (
   return topLevelStore(reader, writes, run, pick, readMapped)
 }
 
+/** Every method of a read-only store on the reader, with SQLite's errors mapped. */
+function mappedReads<S extends object>(store: S): S {
+  return topLevelStore(store, [], () => Promise.resolve(), () => store, readMapped)
+}
+
 /**
  * Calls a reader-store method with SQLite's errors mapped (see errors.ts). Reads run synchronously, so
  * their promise is settled already: a fulfilled one is handed on as it is (no promise more per read), a
@@ -104,7 +109,7 @@ export class SqliteStorage implements Storage {
   readonly discovery: SqliteDiscoveryStore
   /** Operator figures (relay admin stats, metrics), on the reader. */
   readonly statsRepo: StatsRepo
-  readonly stats = { figures: async (now: number) => this.statsRepo.all(now) }
+  readonly stats = { figures: async (now: number) => readMapped(() => this.statsRepo.all(now), []) as RelayFigures }
   /** Operator listings (relay admin, /v1/admin), on the reader. */
   readonly adminQueries: SqliteAdminQueries
   private readonly checkpointer: Checkpointer
@@ -143,9 +148,9 @@ export class SqliteStorage implements Storage {
     this.state = topLevel(new SqliteStateStore(reader), WRITES.state, run, (t) => t.state)
     this.admission = topLevel(new SqliteAdmissionStore(reader), ['allow', 'revoke'], run, (t) => t.admission)
     this.replay = new SqliteReplayStore(writer, reader, (op) => this.uow.run(async () => op()), opts.now)
-    this.discovery = new SqliteDiscoveryStore(reader)
+    this.discovery = mappedReads(new SqliteDiscoveryStore(reader))
     this.statsRepo = new StatsRepo(reader, opts.path)
-    this.adminQueries = new SqliteAdminQueries(reader)
+    this.adminQueries = mappedReads(new SqliteAdminQueries(reader))
   }
 
   transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
