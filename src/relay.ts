@@ -11,6 +11,7 @@ import { systemClock, type Clock } from './lib/clock.ts'
 import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
 import { RecentLog, recordingLogger } from './lib/recent-log.ts'
+import { TrafficLog } from './lib/traffic.ts'
 import { createMetrics, installMetrics } from './features/metrics.ts'
 import type { MetricsRegistry } from './metrics/registry.ts'
 import { installMessages } from './features/messages.ts'
@@ -203,8 +204,14 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     realtime: installRealtime(ctx, messages),
   }
 
-  const admin = new AdminService({ storage, clock, agents, admission, recent: recentLog })
-  const app = createApp({ config, clock, logger, authenticator, preauth, onRequestDone: metrics.onRequestDone })
+  // answers per minute over the last hour, for the operator's chart
+  const traffic = new TrafficLog()
+  const admin = new AdminService({ storage, clock, agents, admission, recent: recentLog, traffic })
+  const onRequestDone = (info: Parameters<typeof metrics.onRequestDone>[0]) => {
+    metrics.onRequestDone(info)
+    traffic.record(info.status, clock.now())
+  }
+  const app = createApp({ config, clock, logger, authenticator, preauth, onRequestDone })
     .use(requestGuards({ limiter: messages.rateLimiter, clock }))
     .use(healthRoutes(health))
     .use(docsRoutes(VERSION))

@@ -84,4 +84,5 @@ export const ROUTE_ERRORS: Record<string, { id: string; errors: ErrorCode[]; pub
   'delete /v1/admin/admission/{publicKey}': { id: 'adminRevokeKey', errors: ['bad_request', 'forbidden', 'not_found'] },
   'get /v1/admin/webhooks': { id: 'adminWebhookQueue', errors: ['bad_request', 'forbidden'] },
   'get /v1/admin/errors': { id: 'adminRecentErrors', errors: ['bad_request', 'forbidden'] },
+  'get /v1/admin/traffic': { id: 'adminTraffic', errors: ['forbidden'] },
 }

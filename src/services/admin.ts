@@ -8,6 +8,7 @@ import { RelayError, badRequest } from '../errors.ts'
 import { iso, type Clock } from '../lib/clock.ts'
 import { decodePosition, encodePosition } from '../lib/cursor.ts'
 import type { RecentEntry, RecentLog } from '../lib/recent-log.ts'
+import type { TrafficLog, TrafficMinute } from '../lib/traffic.ts'
 import type { AdmissionService } from './admission.ts'
 import type { AgentsService } from './agents.ts'
 import type { AgentRecord, AgentStatus } from './models/records.ts'
@@ -101,6 +102,8 @@ export interface AdminDeps {
   admission: AdmissionService
   /** The running relay's recent warnings and errors; absent for a command beside the relay. */
   recent?: RecentLog
+  /** HTTP answers per minute of the running relay (absent from the CLI: it serves nothing). */
+  traffic?: TrafficLog
 }
 
 export class AdminService {
@@ -209,5 +212,10 @@ export class AdminService {
   /** The running relay's latest warnings and errors, newest first (empty beside a relay). */
   recentErrors(limit = 100): RecentEntry[] {
     return this.deps.recent?.list(limit) ?? []
+  }
+
+  /** HTTP answers per minute over the last hour, oldest first. */
+  traffic(): TrafficMinute[] {
+    return this.deps.traffic?.series(this.deps.clock.now()) ?? []
   }
 }

@@ -6,7 +6,7 @@
 import { Elysia } from 'elysia'
 import { RelayError, badRequest } from '../../errors.ts'
 import type { AdminService } from '../../services/admin.ts'
-import { AdminAgent, AdminAgentPage, AdminStats, AdminSuspendInput, AllowInput, AllowResult, AllowedKeyList, RecentErrors, WebhookQueue } from '../../services/models/admin.ts'
+import { AdminAgent, AdminAgentPage, AdminStats, AdminSuspendInput, AllowInput, AllowResult, AllowedKeyList, RecentErrors, TrafficSeries, WebhookQueue } from '../../services/models/admin.ts'
 import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
@@ -167,6 +167,14 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
         description: 'Kept in memory (the last 200 lines); a restart starts empty.',
         parameters: queryParams({ limit: { description: 'lines listed, 1–1000 (default 100)', schema: { type: 'integer', minimum: 1, maximum: 1000 } } }),
         responses: { 200: jsonResponse(RecentErrors, 'Warnings and errors') },
+      }),
+    })
+    .get('/v1/admin/traffic', () => ({ minutes: admin.traffic() }), {
+      detail: doc({
+        tags: TAG,
+        summary: 'HTTP answers per minute over the last hour, with 4xx and 5xx counts',
+        description: 'Kept in memory by the running relay; a restart starts empty.',
+        responses: { 200: jsonResponse(TrafficSeries, 'One entry per minute, oldest first') },
       }),
     })
 }

@@ -69,3 +69,15 @@ export const RecentErrors = T.Object({
     }),
   ),
 })
+
+export const TrafficSeries = T.Object({
+  minutes: T.Array(
+    T.Object({
+      minute: DateTime,
+      requests: T.Integer({ minimum: 0, description: 'HTTP answers given in this minute' }),
+      client_errors: T.Integer({ minimum: 0, description: 'of which 4xx' }),
+      server_errors: T.Integer({ minimum: 0, description: 'of which 5xx' }),
+    }),
+    { description: 'the last 60 minutes up to the current one, oldest first' },
+  ),
+})
