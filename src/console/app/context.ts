@@ -1,6 +1,7 @@
 /** What every view of the console receives. */
 import type { LiveSocket } from './api.ts'
 import type { Identity } from './keys.ts'
+import type { NameBook } from './names.ts'
 
 export interface Ctx {
   id: Identity
@@ -15,6 +16,8 @@ export interface Ctx {
   isAdmin: boolean
   /** Re-renders the inbox view when it is showing. */
   inboxChanged(): void
+  /** Display names of agents, looked up once per key. */
+  names: NameBook
 }
 
 export type View = (ctx: Ctx, root: HTMLElement, arg: Record<string, string>) => void | Promise<void>

@@ -1,17 +1,33 @@
 /**
- * The console's identity: an Ed25519 key pair made or imported in this browser (WebCrypto), kept in
- * localStorage in the key-file format of `relay keygen` ({"public_key", "private_key"}), never sent
- * anywhere. Export writes that file; forget removes it from the browser.
+ * The console's identity: an Ed25519 key pair made or imported in this browser (WebCrypto), never sent
+ * anywhere. The browser keeps the private key as a non-extractable CryptoKey in IndexedDB: pages can
+ * have it sign, but no script — the console's own included — can read its bytes back. The key file
+ * (`{"public_key", "private_key"}`, the format of `relay keygen`) exists only in memory, right after a
+ * key is generated, imported or moved from an older console's localStorage, for the one export the
+ * console offers then.
  */
 
-const STORAGE_KEY = 'agent-relay-console.key'
+/** Where consoles before this one kept the key file, in clear; moved to IndexedDB once, then deleted. */
+const LEGACY_STORAGE_KEY = 'agent-relay-console.key'
+const DB_NAME = 'agent-relay-console'
+const STORE = 'keys'
+const SLOT = 'current'
 
 export interface Identity {
   publicKey: string
   /** The private key as a non-extractable CryptoKey for signing. */
   signingKey: CryptoKey
-  /** The key file text (what export saves). */
-  file: string
+  /** The key file text, held only until the user has exported it or declined to; never stored. */
+  file?: string
+  /** How this identity came to be, for the export offer: made here, imported from a file, moved from localStorage, or loaded from IndexedDB. */
+  origin: 'generated' | 'imported' | 'migrated' | 'stored'
+}
+
+/** What IndexedDB holds: the CryptoKey object itself (structured clone keeps it non-extractable). */
+interface StoredKey {
+  public_key: string
+  signing_key: CryptoKey
+  saved_at: string
 }
 
 export function b64url(bytes: ArrayBuffer | Uint8Array): string {
@@ -46,32 +62,74 @@ export async function identityFromFile(text: string): Promise<Identity> {
   if (typeof parsed.public_key === 'string' && parsed.public_key !== publicKey) throw new Error('The key file public_key does not match its private_key')
   const signingKey = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign'])
   const file = JSON.stringify({ public_key: publicKey, private_key: d }, null, 2) + '\n'
-  return { publicKey, signingKey, file }
+  return { publicKey, signingKey, file, origin: 'imported' }
 }
 
 /** A new key pair, made by WebCrypto in this browser. */
 export async function generateIdentity(): Promise<Identity> {
   const pair = (await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair
   const jwk = await crypto.subtle.exportKey('jwk', pair.privateKey)
-  return identityFromFile(JSON.stringify({ public_key: jwk.x, private_key: jwk.d }))
+  return { ...(await identityFromFile(JSON.stringify({ public_key: jwk.x, private_key: jwk.d }))), origin: 'generated' }
 }
 
-export function saveIdentity(id: Identity): void {
-  localStorage.setItem(STORAGE_KEY, id.file)
+function openDb(): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(DB_NAME, 1)
+    req.onupgradeneeded = () => req.result.createObjectStore(STORE)
+    req.onsuccess = () => resolve(req.result)
+    req.onerror = () => reject(req.error)
+  })
 }
 
-export async function loadIdentity(): Promise<Identity | null> {
-  const text = localStorage.getItem(STORAGE_KEY)
-  if (!text) return null
+/** One request in its own transaction, resolved once the transaction has committed. */
+async function inStore<T>(mode: IDBTransactionMode, run: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
+  const db = await openDb()
   try {
-    return await identityFromFile(text)
-  } catch {
-    return null
+    return await new Promise<T>((resolve, reject) => {
+      const tx = db.transaction(STORE, mode)
+      const req = run(tx.objectStore(STORE))
+      tx.oncomplete = () => resolve(req.result)
+      tx.onerror = () => reject(tx.error ?? req.error)
+      tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'))
+    })
+  } finally {
+    db.close()
   }
 }
 
-export function forgetIdentity(): void {
-  localStorage.removeItem(STORAGE_KEY)
+/** Keeps the key in this browser: the non-extractable CryptoKey only, never the key file. */
+export async function saveIdentity(id: Identity): Promise<void> {
+  if (id.signingKey.extractable) throw new Error('refusing to store an extractable key')
+  const record: StoredKey = { public_key: id.publicKey, signing_key: id.signingKey, saved_at: new Date().toISOString() }
+  await inStore('readwrite', (s) => s.put(record, SLOT))
+}
+
+/**
+ * The key kept in this browser, or null. A key file left in localStorage by an earlier console is
+ * moved once: stored as a non-extractable key, then deleted from localStorage (the identity returned
+ * still carries its file, so that the console can offer one export).
+ */
+export async function loadIdentity(): Promise<Identity | null> {
+  const legacy = localStorage.getItem(LEGACY_STORAGE_KEY)
+  if (legacy) {
+    try {
+      const id = await identityFromFile(legacy)
+      await saveIdentity(id)
+      localStorage.removeItem(LEGACY_STORAGE_KEY)
+      return { ...id, origin: 'migrated' }
+    } catch {
+      // not a key file: leave it where it is, the user may still export it by hand
+    }
+  }
+  const stored = await inStore<StoredKey | undefined>('readonly', (s) => s.get(SLOT))
+  if (!stored || !(stored.signing_key instanceof CryptoKey)) return null
+  return { publicKey: stored.public_key, signingKey: stored.signing_key, origin: 'stored' }
+}
+
+/** Deletes the key from this browser (IndexedDB, and localStorage should an old copy remain). */
+export async function forgetIdentity(): Promise<void> {
+  localStorage.removeItem(LEGACY_STORAGE_KEY)
+  await inStore('readwrite', (s) => s.delete(SLOT))
 }
 
 /** Ed25519 signature of UTF-8 text, unpadded base64url. */

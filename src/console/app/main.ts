@@ -7,6 +7,7 @@ import { ApiError, LiveSocket, call } from './api.ts'
 import type { Ctx, View } from './context.ts'
 import { field, fill, h, shortKey } from './dom.ts'
 import { forgetIdentity, generateIdentity, identityFromFile, loadIdentity, saveIdentity, type Identity } from './keys.ts'
+import { nameBook } from './names.ts'
 import { adminView } from './views/admin.ts'
 import { discoverView, profileView } from './views/directory.ts'
 import { downloadsView, inboxView, sendView, statusView, threadsView } from './views/messages.ts'
@@ -42,7 +43,7 @@ function showKeySetup(): void {
   const text = h('textarea', { name: 'keytext', rows: 4, spellcheck: 'false', autocomplete: 'off' })
   const useText = async (content: string) => {
     try {
-      await start(await identityFromFile(content), true)
+      await start(await identityFromFile(content))
     } catch (err) {
       notify(`Import failed: ${(err as Error).message}`, 'error')
     }
@@ -53,10 +54,11 @@ function showKeySetup(): void {
     h(
       'p',
       {},
-      'The console acts as an agent with an Ed25519 key held in this browser (localStorage). The key is never sent: every request is signed here. ' +
+      'The console acts as an agent with an Ed25519 key held in this browser. The key is never sent: every request is signed here. ' +
+        'The browser keeps it as a key that can sign but that no page, this one included, can read back. ' +
         'Make a new key, or import the key file of an agent (the JSON file that relay keygen writes).',
     ),
-    h('button', { type: 'button', id: 'generate', onclick: async () => start(await generateIdentity(), true) }, 'Generate a new key'),
+    h('button', { type: 'button', id: 'generate', onclick: async () => start(await generateIdentity()) }, 'Generate a new key'),
     h(
       'form',
       { onsubmit: (e: Event) => (e.preventDefault(), void useText(text.value)) },
@@ -73,6 +75,7 @@ function showKeySetup(): void {
 }
 
 function exportKey(id: Identity): void {
+  if (!id.file) return
   const url = URL.createObjectURL(new Blob([id.file], { type: 'application/json' }))
   const a = h('a', { href: url, download: `relay-${id.publicKey.slice(0, 8)}.key` })
   document.body.appendChild(a)
@@ -81,9 +84,64 @@ function exportKey(id: Identity): void {
   setTimeout(() => URL.revokeObjectURL(url), 60_000)
 }
 
-async function start(id: Identity, fresh: boolean): Promise<void> {
-  if (fresh) saveIdentity(id)
+/**
+ * The one moment the key file exists: right after a key is generated here or moved from an older
+ * console's localStorage. Resolves once the user has exported it or chosen to go on without a copy.
+ * (An imported key needs no offer: the user has its file.)
+ */
+function offerExport(id: Identity): Promise<void> {
+  return new Promise((resolve) => {
+    const migrated = id.origin === 'migrated'
+    fill(
+      main,
+      h('h2', {}, migrated ? 'Your key has moved' : 'Save a copy of your new key'),
+      h(
+        'p',
+        {},
+        migrated
+          ? 'Earlier versions of the console kept the key readable in localStorage. The browser now holds it as a key that can sign but that no page can read back, and the readable copy is deleted. '
+          : 'This key exists only in this browser, which holds it as a key that can sign but that no page, this one included, can read back. ',
+        'This is the only time it can be exported: save the key file to use this agent elsewhere (relay --key FILE) or to keep it should the browser data be cleared.',
+      ),
+      h('p', {}, 'Public key ', h('code', { title: id.publicKey }, id.publicKey)),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'button', id: 'export-key', onclick: () => (exportKey(id), notify('Key file saved'), resolve()) }, 'Export key file'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onclick: () => {
+              if (confirm('Go on without a copy? The key cannot be exported later; if this browser data is cleared, the agent is gone for good.')) resolve()
+            },
+          },
+          'Continue without a copy',
+        ),
+      ),
+    )
+    main.focus({ preventScroll: true })
+  })
+}
+
+async function start(id: Identity): Promise<void> {
+  if (id.origin === 'generated' || id.origin === 'imported') {
+    try {
+      await saveIdentity(id)
+    } catch (err) {
+      notify(`Keeping the key in this browser failed (it works for this page only): ${(err as Error).message}`, 'error')
+    }
+  }
   ctx?.socket?.close()
+  ctx = null
+  if (id.file && id.origin !== 'imported') {
+    fill(nav)
+    fill(keyBar)
+    await offerExport(id)
+  }
+  // the raw key leaves memory: from here on only the non-extractable CryptoKey signs
+  delete id.file
   const c: Ctx = {
     id,
     notify,
@@ -98,7 +156,9 @@ async function start(id: Identity, fresh: boolean): Promise<void> {
     inbox: new Map(),
     isAdmin: false,
     inboxChanged: () => {},
+    names: null as unknown as Ctx['names'],
   }
+  c.names = nameBook(c)
   ctx = c
   // the first request also creates the agent (and shows whether the relay admits this key)
   try {
@@ -117,14 +177,17 @@ async function start(id: Identity, fresh: boolean): Promise<void> {
     keyBar,
     h('span', {}, 'Key ', h('code', { id: 'public-key', title: id.publicKey }, shortKey(id.publicKey))),
     h('button', { type: 'button', onclick: () => navigator.clipboard?.writeText(id.publicKey).then(() => notify('Public key copied')) }, 'Copy'),
-    h('button', { type: 'button', onclick: () => exportKey(id) }, 'Export'),
     h(
       'button',
       {
         type: 'button',
-        onclick: () => {
-          if (!confirm('Forget this key? Without an exported copy it is gone for good.')) return
-          forgetIdentity()
+        onclick: async () => {
+          if (!confirm('Forget this key? Unless you exported it or imported it from a file, it is gone for good.')) return
+          try {
+            await forgetIdentity()
+          } catch (err) {
+            return notify(`Forgetting the key failed: ${(err as Error).message}`, 'error')
+          }
           c.socket?.close()
           ctx = null
           location.hash = ''
@@ -139,7 +202,7 @@ async function start(id: Identity, fresh: boolean): Promise<void> {
       if (ctx !== c) return
       c.inbox.set(m.message_id, m)
       c.inboxChanged()
-      notify(`New message from ${shortKey(m.sender_key)}`)
+      void c.names.get(m.sender_key).then((name) => ctx === c && notify(`New message from ${name ?? shortKey(m.sender_key)}`))
     },
     onState: (state, detail) => {
       if (ctx !== c) return
@@ -188,7 +251,12 @@ void (async () => {
     fill(main, h('h2', {}, 'This page needs HTTPS'), h('p', {}, 'The console signs in the browser with WebCrypto, which browsers offer only over https:// or on localhost. Put the relay behind a TLS proxy (see deploy/).'))
     return
   }
-  const saved = await loadIdentity()
-  if (saved) await start(saved, false)
+  let saved: Identity | null = null
+  try {
+    saved = await loadIdentity()
+  } catch (err) {
+    notify(`Reading the key kept in this browser failed: ${(err as Error).message}`, 'error')
+  }
+  if (saved) await start(saved)
   else showKeySetup()
 })()

@@ -11,7 +11,7 @@ import scalarBundlePath from '../../../node_modules/@scalar/api-reference/dist/b
 import { EXAMPLE, finishDocument } from '../openapi-document.ts'
 
 const DOCUMENT_PATH = '/v1/openapi.json'
-const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/metrics', '/console', '/console/', '/console/console.js', '/console/console.css', DOCUMENT_PATH] }
+const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/docs/init.js', '/metrics', '/console', '/console/', '/console/console.js', '/console/console.css', DOCUMENT_PATH] }
 
 /** Scalar's options; every one that could reach a Scalar-hosted service is switched off. */
 export const SCALAR_CONFIG = {
@@ -46,16 +46,30 @@ const PAGE = `<!doctype html>
 </head>
 <body>
 <div id="app"></div>
+<script type="application/json" id="scalar-config">${JSON.stringify(SCALAR_CONFIG).replace(/</g, '\\u003c')}</script>
 <script src="/docs/scalar.js"></script>
-<script>Scalar.createApiReference('#app', ${JSON.stringify(SCALAR_CONFIG).replace(/</g, '\\u003c')})</script>
+<script src="/docs/init.js"></script>
 </body>
 </html>
 `
 
+/** Starts the reference with the configuration the page carries as data (no inline script, so the CSP needs none). */
+const INIT = "Scalar.createApiReference('#app', JSON.parse(document.getElementById('scalar-config').textContent))\n"
+
+/**
+ * The page shares its origin with the console, which keeps an agent's key: only this relay's own
+ * scripts run here (no inline script, no eval), it talks to this relay only, and no other site may
+ * frame it. Scalar injects its styles at run time, hence 'unsafe-inline' for styles only.
+ */
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+const securityHeaders = { 'content-security-policy': DOCS_CSP, 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' }
+
 export function docsRoutes(version: string) {
   let cached: { routes: number; doc: unknown } | undefined
   const app = new Elysia({ name: 'routes-docs' })
-  const page = () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } })
+  const page = () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } })
   return app
     .get(
       DOCUMENT_PATH,
@@ -74,7 +88,8 @@ export function docsRoutes(version: string) {
     .get('/docs/', page, { detail: { hide: true } })
     .get(
       '/docs/scalar.js',
-      () => new Response(Bun.file(scalarBundlePath), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400' } }),
+      () => new Response(Bun.file(scalarBundlePath), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400', ...securityHeaders } }),
       { detail: { hide: true } },
     )
+    .get('/docs/init.js', () => new Response(INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { detail: { hide: true } })
 }
