@@ -1,15 +1,18 @@
 /**
  * The web console in a real browser: Debian's Chromium, driven through playwright-core, against the
- * real compiled binary. A key made in the browser sends a message with an attachment to an agent the
- * test drives, sees the answer arrive live and acks it; an admin key suspends that agent. Every
- * request the browser makes stays on the relay's loopback origin. Screenshots of each view go to
- * test-artifacts/console/ (UPDATE_SCREENSHOTS=1 also refreshes docs/img/console-inbox.png). Skipped with one line where Chromium is missing (never under CI).
+ * real compiled binary. A key left in localStorage by an older console moves to IndexedDB as a
+ * non-extractable key; a key made in the browser is offered for export once, sends a message with an
+ * attachment to an agent the test drives, sees the answer arrive live (by the agent's name) and acks
+ * it; an admin key sees the traffic chart and suspends that agent after confirming. Every request the
+ * browser makes stays on the relay's loopback origin. Screenshots of every view, light and dark, go to
+ * test-artifacts/console/ (UPDATE_SCREENSHOTS=1 also refreshes the ones docs/console.md shows, in
+ * docs/img/). Skipped with one line where Chromium is missing (never under CI).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
+import { decodeKeyFile, encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { requireProgram } from '../support/requires.ts'
@@ -18,8 +21,34 @@ import { until } from '../support/ws.ts'
 const CHROMIUM = '/usr/bin/chromium'
 const hasChromium = requireProgram('chromium', existsSync(CHROMIUM) ? CHROMIUM : null, 'the console browser test')
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console')
-/** The one screenshot kept in the repository (docs/console.md shows it); `UPDATE_SCREENSHOTS=1` refreshes it. */
-const DOC_SHOT = join(ROOT, 'docs', 'img', 'console-inbox.png')
+/** The screenshots kept in the repository (docs/console.md shows them), by artifact name; `UPDATE_SCREENSHOTS=1` refreshes them. */
+const DOC_SHOTS: Record<string, string> = { inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', operator: 'console-operator.png', 'inbox-dark': 'console-inbox-dark.png' }
+
+/** WCAG contrast ratio of the text of every visible button against what is behind it, lowest first. */
+async function buttonContrasts(page: import('playwright-core').Page): Promise<{ ratio: number; text: string }[]> {
+  return page.evaluate(() => {
+    const { document, getComputedStyle } = globalThis as any // runs in the page (the project's types have no DOM)
+    const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number)
+    const lum = ([r, g, b]: number[]) => {
+      const f = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b)
+    }
+    const background = (el: any): number[] => {
+      for (; el; el = el.parentElement) {
+        const c = rgb(getComputedStyle(el).backgroundColor)
+        if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3)
+      }
+      return [255, 255, 255]
+    }
+    return ([...document.querySelectorAll('button')] as any[])
+      .filter((b) => b.offsetParent !== null && !b.disabled)
+      .map((b) => {
+        const [l1, l2] = [lum(rgb(getComputedStyle(b).color)), lum(background(b))].sort((x, y) => y - x)
+        return { ratio: Math.round(((l1 + 0.05) / (l2 + 0.05)) * 10) / 10, text: (b.textContent ?? '').trim().slice(0, 30) }
+      })
+      .sort((x, y) => x.ratio - y.ratio)
+  })
+}
 
 const adminKeys = generateKeyPair()
 let dir: string
@@ -59,13 +88,14 @@ describe('/console', () => {
     const js = await fetch(`${relay.url}/console/console.js`)
     expect(js.headers.get('content-type')).toContain('javascript')
     const code = await js.text()
-    // signs in the browser with WebCrypto Ed25519, names no outside host
+    // signs in the browser with WebCrypto Ed25519, names no outside host (the SVG namespace is a name, never fetched)
     expect(code).toContain('Ed25519')
-    expect(code.match(/https?:\/\/[a-z0-9.-]+/gi) ?? []).toEqual([])
+    expect((code.match(/https?:\/\/[a-z0-9.-]+/gi) ?? []).filter((u) => u !== 'http://www.w3.org')).toEqual([])
+    expect(code.match(/http:\/\/www\.w3\.org[^"'`]*/g) ?? []).toEqual(['http://www.w3.org/2000/svg'])
   })
 
   test.skipIf(!hasChromium)(
-    'a browser key messages an agent, sees the answer live, uploads a file; an admin key suspends the agent',
+    'a key moves out of localStorage; a browser key is exported once, messages an agent, sees the answer live, uploads a file; an admin key sees the traffic and suspends the agent',
     async () => {
       const { chromium } = await import('playwright-core')
       mkdirSync(ARTIFACTS, { recursive: true })
@@ -85,18 +115,79 @@ describe('/console', () => {
         const page = context.pages()[0] ?? (await context.newPage())
         page.on('websocket', (ws) => sockets.push(ws.url()))
         page.on('pageerror', (e) => errors.push(String(e)))
-        page.on('dialog', (d) => void d.accept())
-        const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
+        const dialogs: string[] = []
+        page.on('dialog', (d) => (dialogs.push(d.message()), void d.accept()))
+        const shot = (name: string, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage })
+        /** What IndexedDB holds for the console, read in the page: the stored record's shape and whether its key can be exported. */
+        const storedKey = () =>
+          page.evaluate(async () => {
+            const { indexedDB, localStorage } = globalThis as any
+            const record: any = await new Promise((resolve, reject) => {
+              const open = indexedDB.open('agent-relay-console')
+              open.onerror = () => reject(open.error)
+              open.onsuccess = () => {
+                const get = open.result.transaction('keys').objectStore('keys').get('current')
+                get.onsuccess = () => resolve(get.result ?? null)
+              }
+            })
+            if (!record) return null
+            const exported = await crypto.subtle.exportKey('pkcs8', record.signing_key).then(
+              () => 'exported',
+              (err) => (err as Error).name,
+            )
+            return { publicKey: record.public_key, extractable: record.signing_key.extractable, exported, legacy: localStorage.getItem('agent-relay-console.key') }
+          })
+        const keyEl = page.locator('#public-key')
+        /** Every button of the view readable (WCAG AA, 4.5:1 for text) in light and dark; a dark screenshot of it. */
+        const readable = async (view: string) => {
+          for (const scheme of ['dark', 'light'] as const) {
+            await page.emulateMedia({ colorScheme: scheme })
+            await page.getByRole('link', { name: view }).click()
+            await page.getByRole('heading', { name: view, exact: true }).waitFor()
+            await page.waitForTimeout(300)
+            const lowest = (await buttonContrasts(page))[0]
+            expect({ scheme, view, ...lowest, ok: lowest.ratio >= 4.5 }).toMatchObject({ ok: true })
+            if (scheme === 'dark') await shot(`${view.toLowerCase()}-dark`, false)
+          }
+        }
 
-        // 1. a key made in the browser
+        // 0. a key file an older console left in localStorage moves to IndexedDB, once, and is deleted
         await page.goto(`${relay.url}/console`)
         await page.getByRole('button', { name: 'Generate a new key' }).waitFor()
         await shot('key')
+        const legacyKeys = generateKeyPair()
+        await page.evaluate((file) => localStorage.setItem('agent-relay-console.key', file), encodeKeyFile(legacyKeys))
+        await page.reload()
+        await page.getByRole('heading', { name: 'Your key has moved' }).waitFor()
+        expect(await storedKey()).toEqual({ publicKey: legacyKeys.publicKey, extractable: false, exported: 'InvalidAccessError', legacy: null })
+        await shot('key-moved', false)
+        await page.getByRole('button', { name: 'Continue without a copy' }).click()
+        expect(dialogs.pop()).toContain('cannot be exported later')
+        await keyEl.waitFor()
+        expect(await keyEl.getAttribute('title')).toBe(legacyKeys.publicKey)
+        // the key bar offers no export: the browser cannot give the key back
+        expect(await page.locator('.key-bar').getByRole('button').allTextContents()).toEqual(['Copy', 'Forget'])
+        await page.getByRole('button', { name: 'Forget' }).click()
+        await page.getByRole('button', { name: 'Generate a new key' }).waitFor()
+        expect(await storedKey()).toBeNull()
+
+        // 1. a key made in the browser, exported once when it is made, kept across a reload
         await page.getByRole('button', { name: 'Generate a new key' }).click()
-        const keyEl = page.locator('#public-key')
+        await page.getByRole('heading', { name: 'Save a copy of your new key' }).waitFor()
+        await shot('key-export', false)
+        const exporting = page.waitForEvent('download')
+        await page.getByRole('button', { name: 'Export key file' }).click()
+        const keyFile = await exporting
+        const exported = decodeKeyFile(await Bun.file((await keyFile.path()) as string).text())
         await keyEl.waitFor()
         const browserKey = (await keyEl.getAttribute('title')) as string
         expect(browserKey).toMatch(/^[A-Za-z0-9_-]{43}$/)
+        expect(exported.publicKey).toBe(browserKey)
+        expect(await storedKey()).toEqual({ publicKey: browserKey, extractable: false, exported: 'InvalidAccessError', legacy: null })
+        await page.reload()
+        await keyEl.waitFor()
+        expect(await keyEl.getAttribute('title')).toBe(browserKey)
+        expect(await page.getByRole('button', { name: 'Export key file' }).count()).toBe(0)
         await page.getByText('live', { exact: true }).waitFor()
         // the operator view is not offered to an ordinary key
         expect(await page.getByRole('link', { name: 'Operator' }).count()).toBe(0)
@@ -108,7 +199,13 @@ describe('/console', () => {
 
         // 3. send a text message with an attachment, with upload progress
         await page.getByRole('link', { name: 'Send' }).click()
-        await page.getByLabel('Recipient public key').fill(agentKeys.publicKey)
+        // the key field validates: its pattern compiles in the browser's `v` mode, and a non-key is refused before sending
+        const recipient = page.getByLabel('Recipient public key')
+        expect(await recipient.evaluate((el: any) => new RegExp(`^(?:${el.pattern})$`, 'v').test('A'.repeat(43)))).toBe(true)
+        await recipient.fill('not a key')
+        expect(await recipient.evaluate((el: any) => [el.validity.patternMismatch, el.form?.checkValidity()])).toEqual([true, false])
+        await recipient.fill(agentKeys.publicKey)
+        expect(await recipient.evaluate((el: any) => el.validity.valid)).toBe(true)
         await page.getByLabel('Body', { exact: true }).fill('hello agent')
         const fileBytes = Buffer.alloc(300_000, 7)
         await page.getByLabel('Attachments').setInputFiles({ name: 'notes.bin', mimeType: 'application/octet-stream', buffer: fileBytes })
@@ -143,14 +240,29 @@ describe('/console', () => {
         const card = page.locator(`article[data-message-id="${reply.message_id}"]`)
         await card.waitFor({ timeout: 10_000 })
         expect(await card.textContent()).toContain('hello human')
+        // the sender by its display name, its key on hover
+        const sender = card.locator('.who .agent')
+        await expect(sender.textContent()).resolves.toBe('from echo agent')
+        expect(await sender.getAttribute('title')).toBe(agentKeys.publicKey)
+        // a body with text and more: the text shown, the JSON folded away
+        expect(await card.locator('.body > .text').textContent()).toBe('hello human')
+        expect(await card.locator('details.json').evaluate((d: any) => d.open)).toBe(false)
+        expect(await card.locator('details.json summary').textContent()).toBe('JSON, 2 fields: text, echo')
+        // what `relay send --text` sends, {"text": …}: shown as text alone
+        const textOnly = await agent.send({ recipient_key: browserKey, body: { text: 'sent with --text,\nover two lines' } })
+        const textCard = page.locator(`article[data-message-id="${textOnly.message_id}"]`)
+        await textCard.waitFor({ timeout: 10_000 })
+        expect(await textCard.locator('.body').evaluate((b) => [b.classList.contains('text'), b.textContent])).toEqual([true, 'sent with --text,\nover two lines'])
+        expect(await textCard.locator('details').count()).toBe(0)
+        await textCard.getByRole('button', { name: 'Ack' }).click()
         await shot('inbox')
+        await readable('Inbox')
         // its attachment downloads through a signed request made in the browser
         const downloading = page.waitForEvent('download')
         await card.getByRole('button', { name: 'Download answer.txt' }).click()
         const saved = await downloading
         expect(saved.suggestedFilename()).toBe('answer.txt')
         expect(await Bun.file((await saved.path()) as string).text()).toBe('the answer, as a file\n')
-        if (process.env.UPDATE_SCREENSHOTS === '1') copyFileSync(join(ARTIFACTS, 'inbox.png'), DOC_SHOT)
         await card.getByRole('button', { name: 'Ack' }).click()
         await until(async () => (await agent.messageStatus(reply.message_id)).status === 'delivered', 5000, 'the ack')
 
@@ -190,10 +302,26 @@ describe('/console', () => {
         await page.getByRole('link', { name: 'Operator' }).click()
         const suspend = page.getByRole('button', { name: `Suspend ${agentKeys.publicKey}` })
         await suspend.waitFor()
+        // the traffic of the last hour, as a chart (the figures of GET /v1/admin/traffic)
+        const summary = (await page.locator('#traffic-summary').textContent({ timeout: 5000 })) as string
+        const total = Number(/Last hour: (\d+) requests/.exec(summary)?.[1])
+        expect(total).toBeGreaterThan(10)
+        expect(await page.locator('svg.chart rect.bar').count()).toBeGreaterThan(0)
+        expect(await page.locator('svg.chart rect.bar.client').count()).toBeGreaterThan(0) // the 403 of the ordinary key's operator check
         await page.getByLabel('Reason for suspensions').fill('test run')
+        // suspending asks first; declining changes nothing
+        page.removeAllListeners('dialog')
+        page.once('dialog', (d) => (dialogs.push(d.message()), void d.dismiss()))
+        await suspend.click()
+        expect(dialogs.pop()).toStartWith('Suspend echo agent (')
+        await page.waitForTimeout(300)
+        expect((await agent.getAgent()).status).toBe('active')
+        page.on('dialog', (d) => (dialogs.push(d.message()), void d.accept()))
         await suspend.click()
         await page.getByRole('button', { name: `Unsuspend ${agentKeys.publicKey}` }).waitFor()
-        await shot('operator')
+        await shot('operator-full')
+        await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
+        await shot('operator', false)
         const refused = await agent.getAgent().then(
           () => 'ok',
           (e) => e.code,
@@ -211,6 +339,11 @@ describe('/console', () => {
         await page.getByRole('link', { name: 'Inbox' }).click()
         await page.getByRole('heading', { name: 'Inbox' }).waitFor()
         await shot('inbox-phone')
+        await page.setViewportSize({ width: 1100, height: 800 })
+
+        // readable buttons in both colour schemes, on the operator view too
+        await readable('Operator')
+        if (process.env.UPDATE_SCREENSHOTS === '1') for (const [name, file] of Object.entries(DOC_SHOTS)) copyFileSync(join(ARTIFACTS, `${name}.png`), join(ROOT, 'docs', 'img', file))
 
         expect(errors).toEqual([])
         expect(requested.filter((u) => !u.startsWith(relay.url + '/') && !u.startsWith('data:') && !u.startsWith('blob:'))).toEqual([])

@@ -40,6 +40,12 @@ export function field(label: string, control: HTMLElement, hint?: string): HTMLE
   return h('div', { class: 'field' }, h('label', { for: id }, label), control, hintEl)
 }
 
+/**
+ * The `pattern` of public-key inputs. Browsers compile `pattern` with the `v` flag, where a `-` left
+ * unescaped in a class is a syntax error and the check is silently dropped: it is escaped here.
+ */
+export const KEY_PATTERN = '[A-Za-z0-9_\\-]{43}'
+
 /** A short key for display: the first and last characters. */
 export const shortKey = (key: string): string => (key.length > 16 ? `${key.slice(0, 8)}…${key.slice(-6)}` : key)
 

@@ -1,7 +1,7 @@
 /** Operator views, shown when the loaded key is one of RELAY_ADMIN_KEYS: the /v1/admin API. */
 import { call, withQuery } from '../api.ts'
 import { attempt, type Ctx, type View } from '../context.ts'
-import { field, fill, h, shortKey, when } from '../dom.ts'
+import { KEY_PATTERN, field, fill, h, shortKey, when } from '../dom.ts'
 
 const bytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(1)} GiB`)
 
@@ -42,6 +42,110 @@ async function statsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
   )
 }
 
+const SVG = 'http://www.w3.org/2000/svg'
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, ...children: (SVGElement | string)[]): SVGElementTagNameMap[K] {
+  const el = document.createElementNS(SVG, tag)
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v))
+  for (const c of children) el.append(c)
+  return el
+}
+
+interface TrafficMinute {
+  minute: string
+  requests: number
+  client_errors: number
+  server_errors: number
+}
+
+const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+
+/** A round step for the vertical scale (1, 2, 5 × 10^n) so that the top line is a readable number. */
+function niceMax(n: number): number {
+  if (n <= 4) return 4
+  const p = 10 ** Math.floor(Math.log10(n))
+  for (const m of [1, 2, 5, 10]) if (m * p >= n) return m * p
+  return 10 * p
+}
+
+/**
+ * Requests per minute over the last hour as bars, the errors among them stacked in colour (4xx amber,
+ * 5xx red): inline SVG, drawn from GET /v1/admin/traffic. The same figures are in a table for screen
+ * readers and for exact values.
+ */
+export function trafficChart(minutes: TrafficMinute[]): HTMLElement {
+  const W = 720
+  const H = 200
+  const left = 44
+  const bottom = 24
+  const top = 8
+  const plotW = W - left - 8
+  const plotH = H - top - bottom
+  const max = niceMax(Math.max(0, ...minutes.map((m) => m.requests)))
+  const y = (v: number) => top + plotH - (v / max) * plotH
+  const slot = plotW / Math.max(1, minutes.length)
+  const barW = Math.max(1, slot - 2)
+  const grid: SVGElement[] = []
+  for (const v of [0, max / 2, max]) {
+    grid.push(svg('line', { class: 'grid', x1: left, x2: W - 8, y1: y(v), y2: y(v) }))
+    grid.push(svg('text', { class: 'tick', x: left - 6, y: y(v) + 4, 'text-anchor': 'end' }, String(v)))
+  }
+  const bars: SVGElement[] = []
+  minutes.forEach((m, i) => {
+    const x = left + i * slot + 1
+    const ok = m.requests - m.client_errors - m.server_errors
+    const label = `${clock(m.minute)}: ${m.requests} requests, ${m.client_errors} 4xx, ${m.server_errors} 5xx`
+    let base = top + plotH
+    const g = svg('g', { class: 'minute' }, svg('title', {}, label))
+    for (const [n, cls] of [
+      [ok, 'ok'],
+      [m.client_errors, 'client'],
+      [m.server_errors, 'server'],
+    ] as const) {
+      if (n <= 0) continue
+      const hgt = (n / max) * plotH
+      base -= hgt
+      g.append(svg('rect', { class: `bar ${cls}`, x, y: base, width: barW, height: Math.max(hgt, 1) }))
+    }
+    bars.push(g)
+  })
+  const ticks: SVGElement[] = []
+  for (let i = 0; i < minutes.length; i += 15) ticks.push(svg('text', { class: 'tick', x: left + i * slot, y: H - 6 }, clock(minutes[i].minute)))
+  if (minutes.length) ticks.push(svg('text', { class: 'tick', x: W - 8, y: H - 6, 'text-anchor': 'end' }, 'now'))
+  const total = minutes.reduce((a, m) => a + m.requests, 0)
+  const errors4 = minutes.reduce((a, m) => a + m.client_errors, 0)
+  const errors5 = minutes.reduce((a, m) => a + m.server_errors, 0)
+  const chart = svg(
+    'svg',
+    { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-labelledby': 'traffic-summary' },
+    svg('line', { class: 'axis', x1: left, x2: W - 8, y1: top + plotH, y2: top + plotH }),
+    ...grid,
+    ...bars,
+    ...ticks,
+  )
+  const busiest = minutes.filter((m) => m.requests > 0)
+  return h(
+    'div',
+    { class: 'traffic' },
+    h('p', { id: 'traffic-summary' }, `Last hour: ${total} requests, ${errors4} client errors (4xx), ${errors5} server errors (5xx).`),
+    h('ul', { class: 'legend', 'aria-hidden': 'true' }, h('li', { class: 'ok' }, 'answered'), h('li', { class: 'client' }, '4xx'), h('li', { class: 'server' }, '5xx')),
+    chart,
+    h(
+      'details',
+      {},
+      h('summary', {}, 'Figures per minute'),
+      busiest.length
+        ? table(['Minute', 'Requests', '4xx', '5xx'], busiest.map((m) => [clock(m.minute), m.requests, m.client_errors, m.server_errors]), 'Requests per minute')
+        : h('p', { class: 'muted' }, 'No request in the last hour.'),
+    ),
+  )
+}
+
+async function trafficSection(ctx: Ctx, el: HTMLElement): Promise<void> {
+  const r = await attempt(ctx, 'Traffic', () => call(ctx.id, 'GET', '/v1/admin/traffic'))
+  if (!r) return
+  fill(el, h('h3', {}, 'Traffic and errors, last hour'), trafficChart(r.minutes))
+}
+
 async function agentsSection(ctx: Ctx, el: HTMLElement, changed: () => void): Promise<void> {
   const status = h('select', { name: 'status' }, h('option', { value: '' }, 'any'), h('option', { value: 'active' }, 'active'), h('option', { value: 'suspended' }, 'suspended'))
   const reason = h('input', { name: 'reason', maxlength: 500 })
@@ -57,7 +161,7 @@ async function agentsSection(ctx: Ctx, el: HTMLElement, changed: () => void): Pr
       h('span', { class: `badge ${a.status}` }, a.status, a.suspended_reason ? `: ${a.suspended_reason}` : ''),
       when(a.last_active_at),
       a.status === 'active'
-        ? h('button', { type: 'button', 'aria-label': `Suspend ${a.public_key}`, 'data-key': a.public_key, onclick: () => act('suspend', a.public_key) }, 'Suspend')
+        ? h('button', { type: 'button', 'aria-label': `Suspend ${a.public_key}`, 'data-key': a.public_key, onclick: () => act('suspend', a.public_key, a.display_name) }, 'Suspend')
         : h('button', { type: 'button', 'aria-label': `Unsuspend ${a.public_key}`, 'data-key': a.public_key, onclick: () => act('unsuspend', a.public_key) }, 'Unsuspend'),
     ])
     const t = table(['Key', 'Name', 'Status', 'Last active', ''], rows, 'Agents')
@@ -65,7 +169,9 @@ async function agentsSection(ctx: Ctx, el: HTMLElement, changed: () => void): Pr
     else fill(list, t)
     if (cursor) list.appendChild(h('button', { type: 'button', onclick: () => load(true) }, 'More agents'))
   }
-  const act = async (action: 'suspend' | 'unsuspend', key: string) => {
+  const act = async (action: 'suspend' | 'unsuspend', key: string, name?: string | null) => {
+    const who = name ? `${name} (${shortKey(key)})` : shortKey(key)
+    if (action === 'suspend' && !confirm(`Suspend ${who}? It can no longer send, poll or connect until it is unsuspended; its open connections are closed.`)) return
     const body = action === 'suspend' && reason.value ? { reason: reason.value } : undefined
     const done = await attempt(ctx, action === 'suspend' ? 'Suspending' : 'Unsuspending', () => call(ctx.id, 'POST', `/v1/admin/agents/${key}/${action}`, body))
     if (done) ctx.notify(`${done.status === 'suspended' ? 'Suspended' : 'Unsuspended'} ${shortKey(key)}`, 'ok')
@@ -82,7 +188,7 @@ async function agentsSection(ctx: Ctx, el: HTMLElement, changed: () => void): Pr
 }
 
 async function allowlistSection(ctx: Ctx, el: HTMLElement): Promise<void> {
-  const key = h('input', { name: 'allow_key', pattern: '[A-Za-z0-9_-]{43}', required: true, autocomplete: 'off' })
+  const key = h('input', { name: 'allow_key', pattern: KEY_PATTERN, required: true, autocomplete: 'off' })
   const note = h('input', { name: 'note', maxlength: 500 })
   const list = h('div', {})
   const load = async () => {
@@ -145,7 +251,14 @@ async function errorsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
 }
 
 export const adminView: View = async (ctx, root) => {
-  const parts = [h('section', { class: 'panel' }), h('section', { class: 'panel' }), h('section', { class: 'panel' }), h('section', { class: 'panel' }), h('section', { class: 'panel' })]
+  const parts = Array.from({ length: 6 }, () => h('section', { class: 'panel' }))
   fill(root, h('h2', {}, 'Operator'), h('button', { type: 'button', onclick: () => ctx.go('admin') }, 'Refresh'), parts)
-  await Promise.all([statsSection(ctx, parts[0]), agentsSection(ctx, parts[1], () => void statsSection(ctx, parts[0])), allowlistSection(ctx, parts[2]), queueSection(ctx, parts[3]), errorsSection(ctx, parts[4])])
+  await Promise.all([
+    trafficSection(ctx, parts[0]),
+    statsSection(ctx, parts[1]),
+    agentsSection(ctx, parts[2], () => void statsSection(ctx, parts[1])),
+    allowlistSection(ctx, parts[3]),
+    queueSection(ctx, parts[4]),
+    errorsSection(ctx, parts[5]),
+  ])
 }

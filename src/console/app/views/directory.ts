@@ -1,7 +1,7 @@
 /** Discovery and the capability catalog; the profile, ACL and webhook of the loaded key. */
 import { ApiError, call, withQuery } from '../api.ts'
 import { attempt, type View } from '../context.ts'
-import { field, fill, h, shortKey, when } from '../dom.ts'
+import { KEY_PATTERN, field, fill, h, shortKey, when } from '../dom.ts'
 import { b64url } from '../keys.ts'
 
 export const discoverView: View = (ctx, root) => {
@@ -95,12 +95,15 @@ export const profileView: View = async (ctx, root) => {
     const done = await attempt(ctx, 'Saving the profile', () =>
       call(ctx.id, 'PATCH', me, { display_name: displayName.value === '' ? null : displayName.value, visibility: visibility.value, inbox_policy: inbox.value, capabilities, metadata }),
     )
-    if (done) ctx.notify('Profile saved', 'ok')
+    if (done) {
+      ctx.names.drop(ctx.id.publicKey)
+      ctx.notify('Profile saved', 'ok')
+    }
   }
 
   // ACL
   const aclList = h('div', {})
-  const peer = h('input', { name: 'peer', pattern: '[A-Za-z0-9_-]{43}', required: true, autocomplete: 'off' })
+  const peer = h('input', { name: 'peer', pattern: KEY_PATTERN, required: true, autocomplete: 'off' })
   const entryType = h('select', { name: 'entry_type' }, h('option', { value: 'allow' }, 'allow'), h('option', { value: 'block' }, 'block'))
   const loadAcl = async () => {
     const entries = await attempt(ctx, 'Loading the ACL', () => call(ctx.id, 'GET', `${me}/acl`))

@@ -1,11 +1,22 @@
 /** Inbox (live over the WebSocket, with ack), threads, sending with attachments, message status. */
 import { call, download, upload, withQuery } from '../api.ts'
 import { attempt, type Ctx, type View } from '../context.ts'
-import { field, fill, h, shortKey, when } from '../dom.ts'
+import { KEY_PATTERN, field, fill, h, when } from '../dom.ts'
+import { agentLabel } from '../names.ts'
 
-function bodyText(m: any): string {
-  if (m.body === undefined) return '(no body)'
-  return typeof m.body === 'string' ? m.body : JSON.stringify(m.body, null, 2)
+/**
+ * A body as people read it: text as text — a JSON string, or an object whose `text` is a string (what
+ * `relay send --text` sends) — and any other JSON folded away, one click to open.
+ */
+export function messageBody(body: unknown): HTMLElement {
+  if (body === undefined || body === null) return h('p', { class: 'body muted' }, '(no body)')
+  if (typeof body === 'string') return h('div', { class: 'body text' }, body)
+  const text = typeof body === 'object' && !Array.isArray(body) && typeof (body as { text?: unknown }).text === 'string' ? (body as { text: string }).text : null
+  const fields = typeof body === 'object' && !Array.isArray(body) ? Object.keys(body as object) : []
+  if (text !== null && fields.length === 1) return h('div', { class: 'body text' }, text)
+  const json = JSON.stringify(body, null, 2)
+  const summary = Array.isArray(body) ? `JSON array, ${body.length} items` : typeof body === 'object' ? `JSON, ${fields.length} field${fields.length === 1 ? '' : 's'}: ${fields.slice(0, 4).join(', ')}${fields.length > 4 ? ', …' : ''}` : 'JSON'
+  return h('div', { class: 'body' }, text !== null ? h('div', { class: 'text' }, text) : null, h('details', { class: 'json' }, h('summary', {}, summary), h('pre', {}, json)))
 }
 
 /** One message as a card: sender, time, body, attachments with download buttons, and actions. */
@@ -17,11 +28,11 @@ export function messageCard(ctx: Ctx, m: any, actions: HTMLElement[] = []): HTML
     h(
       'header',
       {},
-      h('span', { class: 'who', title: mine ? m.recipient_key : m.sender_key }, mine ? `to ${shortKey(m.recipient_key)}` : `from ${shortKey(m.sender_key)}`),
+      h('span', { class: 'who' }, mine ? agentLabel(ctx, m.recipient_key, 'to ') : agentLabel(ctx, m.sender_key, 'from ')),
       h('time', { datetime: m.created_at }, when(m.created_at)),
       h('span', { class: `badge ${m.status}` }, m.status),
     ),
-    h('pre', { class: 'body' }, bodyText(m)),
+    messageBody(m.body),
     m.attachments?.length
       ? h(
           'ul',
@@ -109,7 +120,7 @@ export const threadsView: View = (ctx, root, arg) => {
 }
 
 export const sendView: View = (ctx, root, arg) => {
-  const to = h('input', { name: 'recipient', required: true, pattern: '[A-Za-z0-9_-]{43}', value: arg.to ?? '', autocomplete: 'off', spellcheck: 'false' })
+  const to = h('input', { name: 'recipient', required: true, pattern: KEY_PATTERN, value: arg.to ?? '', autocomplete: 'off', spellcheck: 'false' })
   const kind = h('select', { name: 'kind' }, h('option', { value: 'text' }, 'Text'), h('option', { value: 'json' }, 'JSON'))
   const body = h('textarea', { name: 'body', rows: 6 })
   const thread = h('input', { name: 'thread', maxlength: 128, value: arg.thread ?? '' })
