@@ -21,8 +21,11 @@ import { until } from '../support/ws.ts'
 const CHROMIUM = '/usr/bin/chromium'
 const hasChromium = requireProgram('chromium', existsSync(CHROMIUM) ? CHROMIUM : null, 'the console browser test')
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console')
-/** The screenshots kept in the repository (docs/console.md shows them), by artifact name; `UPDATE_SCREENSHOTS=1` refreshes them. */
-const DOC_SHOTS: Record<string, string> = { inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', operator: 'console-operator.png', 'inbox-dark': 'console-inbox-dark.png' }
+/**
+ * The screenshots kept in the repository (docs/console.md shows them), by artifact name; `UPDATE_SCREENSHOTS=1`
+ * refreshes them (docs/img/console-operator.png comes from operator-chart.test.ts: an hour of traffic).
+ */
+const DOC_SHOTS: Record<string, string> = { inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', 'inbox-dark': 'console-inbox-dark.png' }
 
 /** WCAG contrast ratio of the text of every visible button against what is behind it, lowest first. */
 async function buttonContrasts(page: import('playwright-core').Page): Promise<{ ratio: number; text: string }[]> {
