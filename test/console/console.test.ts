@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { decodeKeyFile, encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
+import { CONSOLE_CSP } from '../../src/http/routes/console.ts'
 import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { requireProgram } from '../support/requires.ts'
 import { until } from '../support/ws.ts'
@@ -83,11 +84,14 @@ describe('/console', () => {
     for (const path of ['/console', '/console/']) {
       const res = await fetch(relay.url + path)
       expect(res.status).toBe(200)
-      expect(res.headers.get('content-security-policy')).toContain("connect-src 'self'")
+      expect(res.headers.get('content-security-policy')).toBe(CONSOLE_CSP)
+      expect(res.headers.get('x-frame-options')).toBe('DENY')
       const html = await res.text()
       expect(html).toContain('<script type="module" src="/console/console.js">')
       expect(html.match(/https?:\/\/[^"'\s]+/g) ?? []).toEqual([])
     }
+    for (const directive of ["script-src 'self';", "connect-src 'self';", "frame-ancestors 'none'", "require-trusted-types-for 'script'"]) expect(CONSOLE_CSP).toContain(directive)
+    expect(CONSOLE_CSP).not.toContain('unsafe')
     const js = await fetch(`${relay.url}/console/console.js`)
     expect(js.headers.get('content-type')).toContain('javascript')
     const code = await js.text()
@@ -158,6 +162,17 @@ describe('/console', () => {
         await page.goto(`${relay.url}/console`)
         await page.getByRole('button', { name: 'Generate a new key' }).waitFor()
         await shot('key')
+        // HTML can never be parsed into the page from a string (Trusted Types with no policy)
+        expect(
+          await page.evaluate(() => {
+            try {
+              ;(globalThis as any).document.createElement('div').innerHTML = '<img src=x>'
+              return 'parsed'
+            } catch (err) {
+              return (err as Error).name
+            }
+          }),
+        ).toBe('TypeError')
         const legacyKeys = generateKeyPair()
         await page.evaluate((file) => localStorage.setItem('agent-relay-console.key', file), encodeKeyFile(legacyKeys))
         await page.reload()

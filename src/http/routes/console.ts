@@ -13,14 +13,18 @@ const SCRIPT = consoleScript()
 const PAGE = pageHtml as unknown as string
 /**
  * Only this origin, for everything: the console cannot call or load from any other host even if
- * asked to (connect-src covers fetch, XHR and the WebSocket of this relay).
+ * asked to (connect-src covers fetch, XHR and the WebSocket of this relay). No inline script or style,
+ * no eval, no framing by any site; Trusted Types with no policy make every HTML-parsing DOM sink
+ * (innerHTML and the like) throw, so text from a message can only ever become text.
  */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
 
 const headers = (type: string) => ({
   'content-type': type,
   'cache-control': 'no-cache',
-  'content-security-policy': CSP,
+  'content-security-policy': CONSOLE_CSP,
+  'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
 })
