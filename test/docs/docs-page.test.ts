@@ -1,9 +1,10 @@
 /**
  * /docs in a real browser (Debian's Chromium through playwright-core): the page renders the reference
  * and every request it makes on load goes to the relay itself — no CDN, fonts, proxy or telemetry host.
- * /docs/ (trailing slash) works the same. The page shares its origin with the console: under its
- * Content-Security-Policy it renders with no violation, a script running on it finds no readable key
- * of the console's, injected scripts do not run, and no other site can frame it. Skipped with one
+ * /docs/ (trailing slash) works the same. The page shares its address with the console: its
+ * Content-Security-Policy sandboxes it into an origin of its own, where it renders with no violation;
+ * a script running on it reaches no storage of the console's (and the key there is non-extractable
+ * anyway), injected scripts do not run, and no other site can frame it. Skipped with one
  * line where Chromium is missing (never under CI).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -48,9 +49,17 @@ describe('/docs', () => {
     expect(DOCS_CSP).toContain("script-src 'self';")
     expect(DOCS_CSP).toContain("connect-src 'self';")
     expect(DOCS_CSP).not.toContain('unsafe-eval')
-    const init = await fetch(`${origin}/docs/init.js`)
-    expect([init.status, init.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8'])
-    expect(await init.text()).toContain("getElementById('scalar-config')")
+    expect(DOCS_CSP).toMatch(/; sandbox allow-scripts [^;]*$/)
+    expect(DOCS_CSP).not.toContain('allow-same-origin')
+    // the document it reads from its own origin is public
+    const document = await fetch(`${origin}/v1/openapi.json`)
+    expect(document.headers.get('access-control-allow-origin')).toBe('*')
+    await document.arrayBuffer()
+    for (const script of ['init.js', 'start.js']) {
+      const res = await fetch(`${origin}/docs/${script}`)
+      expect([res.status, res.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8'])
+      expect(await res.text()).toContain(script === 'init.js' ? "'localStorage', 'sessionStorage'" : "getElementById('scalar-config')")
+    }
     const script = await fetch(`${origin}/docs/scalar.js`)
     expect(script.status).toBe(200)
     expect(script.headers.get('content-type')).toContain('javascript')
@@ -105,38 +114,53 @@ describe('/docs', () => {
       const publicKey = (await page.locator('main code[title]').getAttribute('title')) as string
       expect(publicKey).toMatch(/^[A-Za-z0-9_-]{43}$/)
 
-      // a script on /docs, same origin, looks for it everywhere a page can
+      // the console's page itself cannot read the key back (the browser keeps it non-extractable)
+      expect(
+        await page.evaluate(async () => {
+          const { indexedDB, localStorage } = globalThis as any // runs in the page (the project's types have no DOM)
+          localStorage.setItem('marker', 'set by the console')
+          const record: any = await new Promise((resolve, reject) => {
+            const open = indexedDB.open('agent-relay-console')
+            open.onerror = () => reject(open.error)
+            open.onsuccess = () => {
+              const get = open.result.transaction('keys').objectStore('keys').get('current')
+              get.onsuccess = () => resolve(get.result)
+            }
+          })
+          const tries: string[] = []
+          for (const format of ['pkcs8', 'jwk', 'raw']) tries.push(await crypto.subtle.exportKey(format as 'jwk', record.signing_key).then(() => `${format}: exported`, (err) => `${format}: ${(err as Error).name}`))
+          return { publicKey: record.public_key, extractable: record.signing_key.extractable, tries }
+        }),
+      ).toEqual({ publicKey, extractable: false, tries: ['pkcs8: InvalidAccessError', 'jwk: InvalidAccessError', 'raw: InvalidAccessError'] })
+
+      // a script on /docs looks for it everywhere a page of the origin could: the page has an origin of its own, and reaches none of them
       await page.goto(`${origin}/docs`)
       await page.getByText('Signing a request').first().waitFor({ timeout: 30_000 })
       const found = await page.evaluate(async () => {
-        const { document, indexedDB, localStorage, sessionStorage } = globalThis as any // runs in the page (the project's types have no DOM)
-        const storage = [...Object.values(localStorage as object), ...Object.values(sessionStorage as object), document.cookie].join('\n')
-        const record: any = await new Promise((resolve, reject) => {
-          const open = indexedDB.open('agent-relay-console')
-          open.onerror = () => reject(open.error)
-          open.onsuccess = () => {
-            const get = open.result.transaction('keys').objectStore('keys').get('current')
-            get.onsuccess = () => resolve(get.result)
-            get.onerror = () => reject(get.error)
-          }
-        })
-        const key = record.signing_key as CryptoKey
-        const tries: string[] = []
-        for (const format of ['pkcs8', 'jwk', 'raw'] as const) {
+        const { document, indexedDB, localStorage, opener, origin } = globalThis as any
+        const attempt = async (run: () => unknown) => {
           try {
-            await crypto.subtle.exportKey(format, key)
-            tries.push(`${format}: exported`)
+            return `read: ${JSON.stringify(await run())}`
           } catch (err) {
-            tries.push(`${format}: ${(err as Error).name}`)
+            return (err as Error).name
           }
         }
-        return { storage, publicKey: record.public_key, extractable: key.extractable, type: key.type, tries, keys: Object.keys(record).sort() }
+        return {
+          origin,
+          indexedDB: await attempt(
+            () =>
+              new Promise((resolve, reject) => {
+                const open = indexedDB.open('agent-relay-console')
+                open.onerror = () => reject(open.error)
+                open.onsuccess = () => resolve(open.result.objectStoreNames.length)
+              }),
+          ),
+          cookie: await attempt(() => document.cookie),
+          localStorage: localStorage.getItem('marker'),
+          opener: opener === null,
+        }
       })
-      expect(found.publicKey).toBe(publicKey)
-      expect(found.keys).toEqual(['public_key', 'saved_at', 'signing_key'])
-      expect([found.type, found.extractable]).toEqual(['private', false])
-      expect(found.tries).toEqual(['pkcs8: InvalidAccessError', 'jwk: InvalidAccessError', 'raw: InvalidAccessError'])
-      expect(found.storage).not.toContain('private_key')
+      expect(found).toEqual({ origin: 'null', indexedDB: 'SecurityError', cookie: 'SecurityError', localStorage: null, opener: true })
 
       // injected markup cannot run script or send anything to another host
       const injected = await page.evaluate(async () => {

@@ -11,7 +11,7 @@ import scalarBundlePath from '../../../node_modules/@scalar/api-reference/dist/b
 import { EXAMPLE, finishDocument } from '../openapi-document.ts'
 
 const DOCUMENT_PATH = '/v1/openapi.json'
-const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/docs/init.js', '/metrics', '/console', '/console/', '/console/console.js', '/console/console.css', DOCUMENT_PATH] }
+const EXCLUDE = { paths: ['/docs', '/docs/', '/docs/scalar.js', '/docs/init.js', '/docs/start.js', '/metrics', '/console', '/console/', '/console/console.js', '/console/console.css', DOCUMENT_PATH] }
 
 /** Scalar's options; every one that could reach a Scalar-hosted service is switched off. */
 export const SCALAR_CONFIG = {
@@ -47,22 +47,53 @@ const PAGE = `<!doctype html>
 <body>
 <div id="app"></div>
 <script type="application/json" id="scalar-config">${JSON.stringify(SCALAR_CONFIG).replace(/</g, '\\u003c')}</script>
-<script src="/docs/scalar.js"></script>
 <script src="/docs/init.js"></script>
+<script src="/docs/scalar.js"></script>
+<script src="/docs/start.js"></script>
 </body>
 </html>
 `
 
-/** Starts the reference with the configuration the page carries as data (no inline script, so the CSP needs none). */
-const INIT = "Scalar.createApiReference('#app', JSON.parse(document.getElementById('scalar-config').textContent))\n"
+/** Starts the reference with the configuration the page carries as data (no inline script, so the CSP needs none); runs last. */
+const START = "Scalar.createApiReference('#app', JSON.parse(document.getElementById('scalar-config').textContent))\n"
 
 /**
- * The page shares its origin with the console, which keeps an agent's key: only this relay's own
- * scripts run here (no inline script, no eval), it talks to this relay only, and no other site may
- * frame it. Scalar injects its styles at run time, hence 'unsafe-inline' for styles only.
+ * Runs first. The page is sandboxed into an origin of its own (see DOCS_CSP), where the browser
+ * refuses localStorage and sessionStorage; the reference keeps its preferences there, so it gets
+ * storage that lives in memory for the page's life instead.
+ */
+const INIT = `(() => {
+  const memory = () => {
+    const m = new Map()
+    return {
+      get length() { return m.size },
+      key: (i) => [...m.keys()][i] ?? null,
+      getItem: (k) => (m.has(String(k)) ? m.get(String(k)) : null),
+      setItem: (k, v) => void m.set(String(k), String(v)),
+      removeItem: (k) => void m.delete(String(k)),
+      clear: () => m.clear(),
+    }
+  }
+  for (const name of ['localStorage', 'sessionStorage']) {
+    try {
+      window[name]
+    } catch {
+      Object.defineProperty(window, name, { value: memory(), configurable: true })
+    }
+  }
+})()
+`
+
+/**
+ * The page shares its address with the console, which keeps an agent's key in this origin's
+ * IndexedDB. `sandbox` (without allow-same-origin) runs the page in an opaque origin of its own: its
+ * scripts can reach no storage, cookie or window of the relay's origin, so they can neither read nor
+ * use the console's key. Only this relay's own scripts run (no inline script, no eval), it talks to
+ * this relay only, and no other site may frame it. Scalar injects its styles at run time, hence
+ * 'unsafe-inline' for styles only.
  */
 export const DOCS_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'; sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox allow-downloads"
 
 const securityHeaders = { 'content-security-policy': DOCS_CSP, 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' }
 
@@ -73,7 +104,9 @@ export function docsRoutes(version: string) {
   return app
     .get(
       DOCUMENT_PATH,
-      () => {
+      ({ set }) => {
+        // public, unsigned and the same for everyone: readable by any page, including /docs, which runs sandboxed in an origin of its own
+        set.headers['access-control-allow-origin'] = '*'
         // the same count the openapi plugin uses to know when routes were added (a protected method)
         const routes = (app as unknown as { getGlobalRoutes(): unknown[] }).getGlobalRoutes().length
         if (cached?.routes !== routes) {
@@ -92,4 +125,5 @@ export function docsRoutes(version: string) {
       { detail: { hide: true } },
     )
     .get('/docs/init.js', () => new Response(INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { detail: { hide: true } })
+    .get('/docs/start.js', () => new Response(START, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { detail: { hide: true } })
 }
