@@ -156,9 +156,8 @@ async function start(id: Identity): Promise<void> {
     inbox: new Map(),
     isAdmin: false,
     inboxChanged: () => {},
-    names: null as unknown as Ctx['names'],
+    names: nameBook(id),
   }
-  c.names = nameBook(c)
   ctx = c
   // the first request also creates the agent (and shows whether the relay admits this key)
   try {

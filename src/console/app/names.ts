@@ -5,6 +5,7 @@
 import { call } from './api.ts'
 import type { Ctx } from './context.ts'
 import { h, shortKey } from './dom.ts'
+import type { Identity } from './keys.ts'
 
 export interface NameBook {
   /** The display name of `key`, or null when it has none (or its profile cannot be read). */
@@ -13,13 +14,14 @@ export interface NameBook {
   drop(key: string): void
 }
 
-export function nameBook(ctx: Pick<Ctx, 'id'>): NameBook {
+/** Names looked up with requests signed by `id`. */
+export function nameBook(id: Identity): NameBook {
   const known = new Map<string, Promise<string | null>>()
   return {
     get(key) {
       let name = known.get(key)
       if (!name) {
-        name = call(ctx.id, 'GET', `/v1/agents/${key}`).then(
+        name = call(id, 'GET', `/v1/agents/${key}`).then(
           (p) => (typeof p?.display_name === 'string' && p.display_name.trim() ? p.display_name : null),
           () => null,
         )

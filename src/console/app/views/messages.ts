@@ -11,6 +11,7 @@ import { agentLabel } from '../names.ts'
 export function messageBody(body: unknown): HTMLElement {
   if (body === undefined || body === null) return h('p', { class: 'body muted' }, '(no body)')
   if (typeof body === 'string') return h('div', { class: 'body text' }, body)
+  if (typeof body !== 'object') return h('div', { class: 'body text' }, h('code', {}, JSON.stringify(body)))
   const text = typeof body === 'object' && !Array.isArray(body) && typeof (body as { text?: unknown }).text === 'string' ? (body as { text: string }).text : null
   const fields = typeof body === 'object' && !Array.isArray(body) ? Object.keys(body as object) : []
   if (text !== null && fields.length === 1) return h('div', { class: 'body text' }, text)
