@@ -76,7 +76,7 @@ describe('/console', () => {
   test('the browser code type-checks against the DOM (its own tsconfig; the project check leaves it out)', () => {
     const r = Bun.spawnSync([join(ROOT, 'node_modules/.bin/tsc'), '--noEmit', '-p', join(ROOT, 'src/console/app')], { stdout: 'pipe', stderr: 'pipe' })
     expect([r.exitCode, r.stdout.toString()]).toEqual([0, ''])
-  })
+  }, 60_000) // a full type-check: slow on a loaded machine, and a timeout here would take the relay down with it
 
   test('the page and its script come from the binary itself', async () => {
     if (!hasChromium) return
