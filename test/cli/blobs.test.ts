@@ -140,6 +140,20 @@ describe('send and poll', () => {
     }
   })
 
+  test('send --body sends the bytes given: a number beyond 2^53, escapes and key order arrive unchanged', async () => {
+    const body = '{"n":9007199254740993,"z":1,"a":"caf\\u00e9","x":1.10}'
+    const sent = JSON.parse((await cli(['send', '--to', peer, '--body', body, '--thread', 'exact', '--json'])).stdout)
+    const { RelayClient, decodeKeyFile } = await import('../../src/client/index.ts')
+    const reader = new RelayClient({ baseUrl: relay.url, keys: decodeKeyFile(readFileSync(join(dir, 'peer.key'), 'utf8')) })
+    const raw = await (await reader.transport.send('GET', `/v1/messages/${sent.message_id}`)).text()
+    expect(raw).toContain(`"body":${body}`)
+    expect(raw).toContain('"thread_id":"exact"')
+    // from a file too, surrounding whitespace aside
+    writeFileSync(join(dir, 'exact.json'), `  ${body}\n`)
+    const again = JSON.parse((await cli(['send', '--to', peer, '--body', '@exact.json', '--json'])).stdout)
+    expect(await (await reader.transport.send('GET', `/v1/messages/${again.message_id}`)).text()).toContain(`"body":${body}`)
+  })
+
   test('poll --follow prints each new message as one JSON line', async () => {
     const proc = spawn([BINARY, 'poll', '--follow', '--interval', '0.1', '--relay', relay.url, '--key', 'peer.key'], { cwd: dir, stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
     try {
