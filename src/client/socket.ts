@@ -257,6 +257,11 @@ export async function listenLoop(transport: Transport, opts: ListenOptions): Pro
       backoff = Math.min(max, backoff * 2)
       continue
     }
+    if (opts.signal?.aborted) {
+      // aborted while connecting: the abort listener below would never fire
+      socket.close(1000, 'done')
+      return
+    }
     backoff = min
     let chain = Promise.resolve()
     socket.onMessage = (message) => {

@@ -131,7 +131,7 @@ describe.skipIf(!usable)('the packed client', () => {
       const r = run([process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], app)
       expect(r.stdout + r.stderr).toBe('')
       expect(r.code).toBe(0)
-    })
+    }, 60_000)
   }
 
   test('a type error in the consumer is reported (the check above can fail)', () => {
@@ -141,7 +141,36 @@ describe.skipIf(!usable)('the packed client', () => {
     const r = run([process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.wrong.json'], app)
     expect(r.code).not.toBe(0)
     expect(r.stdout).toContain("Type 'string' is not assignable to type 'number'")
-  })
+  }, 60_000)
+
+  test('examples/echo-agent.ts, saved as .mjs, runs unchanged with plain node and echoes', async () => {
+    const app = join(dir, 'app')
+    copyFileSync(join(ROOT, 'examples/echo-agent.ts'), join(app, 'echo-agent.mjs'))
+    const { RelayClient, encodeKeyFile, generateKeyPair } = await import('../../src/client/index.ts')
+    const echoKeys = generateKeyPair()
+    writeFileSync(join(app, 'echo.key'), encodeKeyFile(echoKeys), { mode: 0o600 })
+    const proc = Bun.spawn([node!, 'echo-agent.mjs'], { cwd: app, env: { PATH: process.env.PATH ?? '', RELAY_URL: relay.url, RELAY_KEY_FILE: 'echo.key' }, stdout: 'pipe', stderr: 'pipe' })
+    try {
+      const alice = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
+      // the agent's first request creates it; send once it exists
+      for (let i = 0; !(await alice.discover({ tag: 'echo' })).agents.some((a) => a.public_key === echoKeys.publicKey); i++) {
+        if (i > 200) throw new Error('the echo agent did not publish its profile')
+        await Bun.sleep(50)
+      }
+      const sent = await alice.send({ recipient_key: echoKeys.publicKey, body: { text: 'from node' } })
+      let reply
+      for (let i = 0; !(reply = (await alice.poll()).messages.find((m) => m.in_reply_to === sent.message_id)); i++) {
+        if (i > 200) throw new Error('no echo')
+        await Bun.sleep(50)
+      }
+      expect(reply.body).toEqual({ text: 'from node' })
+    } finally {
+      proc.kill('SIGTERM')
+      expect(await proc.exited).toBe(0)
+    }
+    expect(await new Response(proc.stderr).text()).toBe('')
+    expect(await new Response(proc.stdout).text()).toEndWith('stopped\n')
+  }, 30_000)
 
   test('without any WebSocket (no global one, no ws), listen() and connect() fail at once and say what to install', async () => {
     const bare = join(dir, 'bare')
