@@ -114,7 +114,7 @@ describe('signing examples', () => {
       relay.proc.kill('SIGTERM')
       await relay.proc.exited
     }
-  })
+  }, 120_000) // builds the binary when this file runs alone
 })
 
 describe('webhook receivers', () => {
