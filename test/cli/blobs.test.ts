@@ -26,7 +26,7 @@ beforeAll(async () => {
   cli = as('me.key')
   peerCli = as('peer.key')
   await peerCli(['whoami']) // the peer exists
-})
+}, 120_000) // builds the binary when this file runs alone
 afterAll(async () => {
   relay.proc.kill('SIGTERM')
   await relay.proc.exited
