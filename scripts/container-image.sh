@@ -5,7 +5,8 @@
 #
 # usage: scripts/container-image.sh [BINARY] [TAG]
 #   BINARY  a relay executable for this machine's architecture; default: the release binary
-#           dist/release/relay-VERSION-linux-x64 (or -linux-arm64), built with `npm run release` if missing
+#           dist/release/relay-VERSION-linux-x64 (or -linux-arm64); if missing, that release build is
+#           made in a temporary directory first
 #   TAG     default relay:VERSION
 #   env CONTAINER_TOOL=podman|docker (default: podman if installed, else docker)
 set -euo pipefail
@@ -20,14 +21,16 @@ binary=${1:-$root/dist/release/relay-$version-$target}
 tag=${2:-relay:$version}
 tool=${CONTAINER_TOOL:-$(command -v podman >/dev/null && echo podman || echo docker)}
 
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
 if [ ! -x "$binary" ] && [ -z "${1:-}" ]; then
-  (cd "$root" && "$root/node_modules/.bin/bun" scripts/release.ts --target "$target")
+  # the release build for this machine, made aside so that dist/release and its SHA256SUMS stay as they are
+  (cd "$root" && "$root/node_modules/.bin/bun" scripts/release.ts --out "$ctx/release" --target "$target")
+  binary=$ctx/release/relay-$version-$target
 fi
 [ -x "$binary" ] || { echo "relay: error: $binary is not an executable" >&2; exit 1; }
 "$binary" --version >/dev/null || { echo "relay: error: $binary does not run on this machine" >&2; exit 1; }
 
-ctx=$(mktemp -d)
-trap 'rm -rf "$ctx"' EXIT
 fs=$ctx/rootfs
 mkdir -p "$fs/usr/local/bin" "$fs/etc" "$fs/tmp" "$ctx/state"
 chmod 1777 "$fs/tmp"
