@@ -27,7 +27,8 @@ export const send: CommandSpec = {
     'Each --attach FILE is uploaded first (with a progress bar on a terminal) and attached with its file\n' +
     'name; --blob BLOB_ID attaches a blob uploaded before (relay upload). The relay fills in each\n' +
     "attachment's content type, size and hash. --body takes JSON inline, as @FILE, or @-\n" +
-    'for standard input; --text "hi" is the body {"text": "hi"}.',
+    'for standard input, and sends that text as given (numbers, escapes and key order unchanged);\n' +
+    '--text "hi" is the body {"text": "hi"}.',
   flags: [
     { name: 'to', value: 'KEY', help: "the recipient's public key (required)" },
     { name: 'body', value: 'JSON|@FILE', help: 'the message body, any JSON' },
