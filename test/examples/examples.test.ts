@@ -108,7 +108,7 @@ describe('examples/echo-agent.ts', () => {
     await echo.until(new RegExp(`^echoed ${sent.message_id} to ${alice.publicKey} as ${reply.message_id}$`, 'm'))
     // acknowledged once answered: the relay has it delivered
     expect((await alice.messageStatus(sent.message_id)).status).toBe('delivered')
-  })
+  }, 60_000)
 
   test('stops cleanly on SIGTERM', async () => {
     const k = keyFile('echo2.key')
@@ -118,7 +118,7 @@ describe('examples/echo-agent.ts', () => {
     expect(await second.proc.exited).toBe(0)
     expect(second.out()).toEndWith('stopped\n')
     expect(second.err()).toBe('')
-  })
+  }, 60_000)
 })
 
 describe('examples/webhook-receiver.ts', () => {
@@ -151,7 +151,7 @@ describe('examples/webhook-receiver.ts', () => {
       hook.proc.kill('SIGTERM')
       await hook.proc.exited
     }
-  })
+  }, 60_000)
 })
 
 describe('examples/mcp/.mcp.json', () => {

@@ -91,7 +91,7 @@ describe.skipIf(!hasPodman)('the container image', () => {
     expect(version.out.trim()).toMatch(/^relay \d+\.\d+\.\d+/)
     // well under the size of a distribution base image: the binary is most of it
     expect(image.Size).toBeLessThan(200 * 1024 * 1024)
-  })
+  }, 60_000)
 
   test('serves signed requests, is healthy, stops on SIGTERM and keeps its data in the volume', async () => {
     const url = await runRelay(`relay-test-a-${id}`)
