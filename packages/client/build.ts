@@ -1,11 +1,11 @@
 /**
  * Builds the installable client from src/client: one ES module for Node ≥ 20 and Bun (dependencies
- * bundled in, so it installs with nothing else; `ws` stays an optional peer, loaded only where the
- * runtime has no WebSocket) and its type declarations. Run from the repository: `npm run build:client`,
+ * bundled in except `ws`, a dependency loaded only where the runtime has no WebSocket), its type
+ * declarations and a copy of the relay's LICENSE. Run from the repository: `npm run build:client`,
  * then `npm pack` in packages/client.
  */
 import { spawnSync } from 'bun'
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 
 const here = import.meta.dir
@@ -17,6 +17,7 @@ const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 if (pkg.version !== rootPkg.version) throw new Error(`packages/client/package.json has version ${pkg.version}, the relay ${rootPkg.version}: keep them equal`)
 
 rmSync(dist, { recursive: true, force: true })
+copyFileSync(join(root, 'LICENSE'), join(here, 'LICENSE'))
 
 const built = await Bun.build({
   entrypoints: [join(root, 'src/client/index.ts')],

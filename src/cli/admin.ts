@@ -93,8 +93,8 @@ async function agents(_args: string[], flags: Record<string, string>): Promise<v
   if (flags.json === 'true') return printJson(page)
   print(
     table(
-      ['public key', 'status', 'name', 'visibility', 'inbox', 'caps', 'last active'],
-      page.agents.map((a) => [a.public_key, a.status, a.display_name, a.visibility, a.inbox_policy, a.capabilities, a.last_active_at]),
+      ['public key', 'status', 'name', 'visibility', 'inbox', 'caps', 'last active', 'suspension reason'],
+      page.agents.map((a) => [a.public_key, a.status, a.display_name, a.visibility, a.inbox_policy, a.capabilities, a.last_active_at, a.status === 'suspended' ? (a.suspended_reason ?? '(none given)') : null]),
     ),
   )
   if (page.next_cursor) print(`more: relay admin agents --cursor ${page.next_cursor}${status ? ` --status ${status}` : ''} --limit ${limit}\n`)

@@ -76,13 +76,30 @@ export function clientHelp(words: string[]): string | undefined {
   return undefined
 }
 
-function formatError(err: unknown): string {
+function formatError(err: unknown, relayUrl: string | undefined): string {
   if (err instanceof RelayApiError) {
     let line = errorLine(`${err.message} (code ${err.code}, request ${err.requestId ?? 'unknown'})`)
     if (err.details !== null && err.details !== undefined) line += `  details: ${JSON.stringify(err.details)}\n`
+    const hint = err.code === 'not_found' && relayUrl ? relayPathHint(relayUrl) : undefined
+    if (hint) line += `  hint: ${hint}\n`
     return line
   }
   return errorLine((err as Error)?.message ?? String(err))
+}
+
+/** An unknown route under a --relay URL with a path: most likely the path is the mistake (…/v1). */
+export function relayPathHint(relayUrl: string): string | undefined {
+  let path: string
+  try {
+    path = new URL(relayUrl).pathname.replace(/\/+$/, '')
+  } catch {
+    return undefined
+  }
+  if (path === '') return undefined
+  const base = relayUrl.slice(0, relayUrl.length - path.length)
+  return /\/v1$/i.test(path)
+    ? `--relay is the relay's address without /v1 (every command adds it): try --relay ${base}${path.slice(0, -3)}`
+    : `--relay ${relayUrl} has the path ${path}; the relay answers at its address with paths starting /v1/ (try --relay ${base})`
 }
 
 /** Runs one agent-side command; resolves with the exit code (0 ok, 1 failed, 2 usage). */
@@ -102,6 +119,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
     io.stdout.write(clientCommandHelp(spec))
     return 0
   }
+  let relayUrl: string | undefined
   try {
     const flagSpecs = [...GLOBAL_FLAGS, ...(spec.flags ?? [])]
     const parsed = parseArgs(argv.slice(words), {
@@ -115,7 +133,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
     if (n < (spec.minArgs ?? 0) || n > (spec.maxArgs ?? Infinity)) {
       throw new UsageError(n < (spec.minArgs ?? 0) ? `missing ${spec.args ?? 'arguments'}` : `unexpected argument "${parsed.positionals[spec.maxArgs ?? 0]}"`)
     }
-    const relayUrl = (parsed.flags.relay ?? io.env.RELAY_URL ?? DEFAULT_RELAY_URL).replace(/\/+$/, '')
+    relayUrl = (parsed.flags.relay ?? io.env.RELAY_URL ?? DEFAULT_RELAY_URL).replace(/\/+$/, '')
     if (!/^https?:\/\/[^\s]+$/.test(relayUrl)) throw new UsageError(`--relay must be an http:// or https:// URL, got "${relayUrl}"`)
     const keyFile = resolve(io.cwd, parsed.flags.key ?? io.env.RELAY_KEY_FILE ?? DEFAULT_KEY_FILE)
     let client: RelayClient | undefined
@@ -126,7 +144,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
       json: parsed.flags.json === 'true',
       relayUrl,
       keyFile,
-      client: () => (client ??= makeClient(relayUrl, keyFile)),
+      client: () => (client ??= makeClient(relayUrl!, keyFile)),
       out: {
         text: (s) => void io.stdout.write(s),
         json: (v) => void io.stdout.write(JSON.stringify(v, null, 2) + '\n'),
@@ -141,7 +159,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
       io.stderr.write(`${errorLine(err.message)}usage: ${usageLine(spec)} (see relay ${spec.name} --help)\n`)
       return 2
     }
-    io.stderr.write(formatError(err))
+    io.stderr.write(formatError(err, relayUrl))
     return 1
   }
 }

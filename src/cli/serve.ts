@@ -1,3 +1,4 @@
+import { createServer } from 'node:net'
 import { loadConfig } from '../config/load.ts'
 import { createLogger } from '../lib/logger.ts'
 import { formatBytes } from '../lib/units.ts'
@@ -13,9 +14,28 @@ export function localUrl(host: string, port: number): string {
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`
 }
 
+/**
+ * Fails when host:port cannot be bound, before anything is written: a relay started twice must not
+ * create a data directory or database first. (Another process may still take the port before the
+ * relay binds it; the server's own error covers that.)
+ */
+export async function assertPortFree(host: string, port: number, what: string, setting: string): Promise<void> {
+  if (port === 0) return
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      const why = err.code === 'EADDRINUSE' ? 'is in use (is another relay running?)' : `cannot be used (${err.code ?? err.message})`
+      reject(new Error(`${what} ${host.includes(':') ? `[${host}]` : host}:${port} ${why}; choose another with ${setting}`))
+    })
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
+  })
+}
+
 /** `relay serve`: start, log one start-up line, stop gracefully on SIGTERM/SIGINT. */
 export async function serve(flags: Record<string, string>): Promise<void> {
   const config = await loadConfig({ flags })
+  await assertPortFree(config.host, config.port, 'the address', '--port or RELAY_PORT')
+  if (config.metrics.addr) await assertPortFree(config.metrics.addr.host, config.metrics.addr.port, 'the metrics address', 'RELAY_METRICS_ADDR')
   const logger = createLogger(config.logLevel)
   const relay = await openRelay(config, { logger })
   const { url, port, metricsUrl } = await relay.start()

@@ -1,6 +1,6 @@
 /**
  * A typed client for the relay: signs every request and covers every endpoint. The command line, the
- * MCP bridge and the tests use it; other agents install it as a package (`@agent-relay/client`) and run
+ * MCP bridge and the tests use it; other agents install it as a package (`m2m-relay`) and run
  * it on Node ≥ 20 or Bun.
  */
 import { signRequest } from '../auth/sign.ts'
@@ -46,7 +46,7 @@ export {
 export { generateKeyPair, keyPairFromSeed, signRequest, signWsAuth, decodeKeyFile, encodeKeyFile, type KeyPair } from '../auth/sign.ts'
 export type { BlobSource } from './blob-source.ts'
 export type { DownloadedFile } from './blob-file.ts'
-export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions, type WebSocketConstructor, type WebSocketLike } from './socket.ts'
+export { NoWebSocketError, RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions, type WebSocketConstructor, type WebSocketLike } from './socket.ts'
 export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput } from './webhook-verify.ts'
 export type * from './types.ts'
 

@@ -41,23 +41,32 @@ export interface SocketClosed {
 /** Auth failures that another attempt cannot fix: listen() gives up on them. */
 const FATAL_AUTH = new Set(['unauthorized', 'invalid_signature', 'agent_suspended'])
 
+/** The runtime has no WebSocket and the `ws` package cannot be loaded: listen() and connect() reject with it at once. */
+export class NoWebSocketError extends Error {
+  override name = 'NoWebSocketError'
+}
+
 /**
- * The runtime's WebSocket, or the `ws` package's where there is none (Node 20). The package name is
- * a variable so that bundlers leave the import alone: `ws` is needed only where it is used.
+ * The runtime's WebSocket, or the `ws` package's where there is none (Node 20; the installed package
+ * depends on `ws`). The package name is a variable so that bundlers leave the import alone.
  */
-async function webSocketConstructor(opts: SocketOptions): Promise<WebSocketConstructor> {
+export async function webSocketConstructor(opts: SocketOptions): Promise<WebSocketConstructor> {
   if (opts.WebSocket) return opts.WebSocket
   const global = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket
   if (typeof global === 'function') return global
   const name = 'ws'
+  let cause: unknown
   try {
     const mod = (await import(name)) as { WebSocket?: WebSocketConstructor; default?: WebSocketConstructor }
     const Ctor = mod.WebSocket ?? mod.default
     if (Ctor) return Ctor
-  } catch {
-    // not installed: say what to do below
+  } catch (err) {
+    cause = err
   }
-  throw new Error('this runtime has no WebSocket: install the "ws" package (npm install ws) or pass the WebSocket option')
+  throw new NoWebSocketError(
+    'this runtime has no WebSocket and the "ws" package cannot be loaded: install it (npm install ws) or pass the WebSocket option',
+    { cause },
+  )
 }
 
 export function wsUrl(baseUrl: string): string {
@@ -233,10 +242,12 @@ export async function listenLoop(transport: Transport, opts: ListenOptions): Pro
   const min = opts.minBackoffMs ?? 500
   const max = opts.maxBackoffMs ?? 30_000
   let backoff = min
+  // resolved once, before the loop: a runtime without WebSocket fails here rather than retrying forever
+  const connectOpts = { ...opts, WebSocket: await webSocketConstructor(opts) }
   while (!opts.signal?.aborted) {
     let socket: RelaySocket
     try {
-      socket = await RelaySocket.connect(transport, opts)
+      socket = await RelaySocket.connect(transport, connectOpts)
     } catch (err) {
       if (err instanceof RelayApiError && FATAL_AUTH.has(err.code)) throw err
       if (opts.signal?.aborted) return
@@ -245,6 +256,11 @@ export async function listenLoop(transport: Transport, opts: ListenOptions): Pro
       await sleep(retryInMs, opts.signal)
       backoff = Math.min(max, backoff * 2)
       continue
+    }
+    if (opts.signal?.aborted) {
+      // aborted while connecting: the abort listener below would never fire
+      socket.close(1000, 'done')
+      return
     }
     backoff = min
     let chain = Promise.resolve()

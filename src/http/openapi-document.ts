@@ -42,7 +42,7 @@ GET
 47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU
 \`\`\`
 
-and the headers are \`X-M2M-Public-Key: ${EXAMPLE.publicKey}\`, \`X-M2M-Timestamp: ${EXAMPLE.timestamp}\`, \`X-M2M-Signature: ${EXAMPLE.signature}\`. The "Test request" button here cannot sign for you: use the \`relay\` command line, the TypeScript client (\`agent-relay/client\`) or the examples in docs/protocol.md §1.
+and the headers are \`X-M2M-Public-Key: ${EXAMPLE.publicKey}\`, \`X-M2M-Timestamp: ${EXAMPLE.timestamp}\`, \`X-M2M-Signature: ${EXAMPLE.signature}\`. The "Test request" button here cannot sign for you: use the \`relay\` command line, the TypeScript client (\`m2m-relay\`) or the examples in docs/protocol.md §1.
 
 ## Errors
 

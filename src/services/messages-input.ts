@@ -8,7 +8,7 @@ import type { InboxFilter, MessagePosition as Position } from './models/records.
 import { decodeCursor } from './cursor.ts'
 import { MESSAGE_LIMITS, SendMessageInput, type AttachmentInput } from './models/message.ts'
 import { Text, textProblem } from './models/text.ts'
-import { isPlainObject, validate, withoutNulls } from './validate.ts'
+import { isPlainObject, jsonKind, validate, withoutNulls } from './validate.ts'
 
 export interface SendRequest {
   recipientKey: string
@@ -36,6 +36,11 @@ const NULLABLE = ['content_type', 'attachments', 'thread_id', 'in_reply_to', 'ex
  * came from parseJsonText), so every number, escape and space comes back unchanged.
  */
 export function parseSendInput(input: unknown): SendRequest {
+  if (!isPlainObject(input)) {
+    throw badRequest('The request body must be a JSON object: {"recipient_key": "…", "body": …} with a body, attachments or both', {
+      body: `must be a JSON object, not ${jsonKind(input)}`,
+    })
+  }
   let bodyText: string | null = null
   if (isPlainObject(input) && input.body !== undefined && input.body !== null) {
     bodyText = memberText(input, 'body')

@@ -81,7 +81,7 @@ export function problemOf(e: ErrorFunctionParameter): string {
     case ValueErrorType.Null:
       return 'must be null'
     case ValueErrorType.Object:
-      return 'must be an object'
+      return `must be a JSON object ({…}), not ${jsonKind(e.value)}`
     case ValueErrorType.ObjectRequiredProperty:
       return 'is required'
     case ValueErrorType.ObjectAdditionalProperties:
@@ -135,6 +135,13 @@ export function validate<T extends TSchema>(schema: T, value: unknown, what = 'r
   const check = compiledCheck(schema)
   if (check.Check(value)) return value as Static<T>
   throw badRequest(`Invalid ${what}`, collectFieldErrors(check.Errors(value)))
+}
+
+/** What a JSON value is, for messages: "null", "an array", "a string"… */
+export function jsonKind(v: unknown): string {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  return typeof v === 'object' ? 'an object' : typeof v === 'string' ? 'a string' : typeof v === 'number' ? 'a number' : typeof v === 'boolean' ? 'true or false' : String(typeof v)
 }
 
 /** True for a plain JSON object (not an array, not null). */

@@ -26,7 +26,7 @@ beforeAll(async () => {
   cli = as('me.key')
   peerCli = as('peer.key')
   await peerCli(['whoami']) // the peer exists
-})
+}, 120_000) // builds the binary when this file runs alone
 afterAll(async () => {
   relay.proc.kill('SIGTERM')
   await relay.proc.exited
@@ -138,6 +138,20 @@ describe('send and poll', () => {
       const r = await cli(args)
       expect([args.join(' '), r.code]).toEqual([args.join(' '), 2])
     }
+  })
+
+  test('send --body sends the bytes given: a number beyond 2^53, escapes and key order arrive unchanged', async () => {
+    const body = '{"n":9007199254740993,"z":1,"a":"caf\\u00e9","x":1.10}'
+    const sent = JSON.parse((await cli(['send', '--to', peer, '--body', body, '--thread', 'exact', '--json'])).stdout)
+    const { RelayClient, decodeKeyFile } = await import('../../src/client/index.ts')
+    const reader = new RelayClient({ baseUrl: relay.url, keys: decodeKeyFile(readFileSync(join(dir, 'peer.key'), 'utf8')) })
+    const raw = await (await reader.transport.send('GET', `/v1/messages/${sent.message_id}`)).text()
+    expect(raw).toContain(`"body":${body}`)
+    expect(raw).toContain('"thread_id":"exact"')
+    // from a file too, surrounding whitespace aside
+    writeFileSync(join(dir, 'exact.json'), `  ${body}\n`)
+    const again = JSON.parse((await cli(['send', '--to', peer, '--body', '@exact.json', '--json'])).stdout)
+    expect(await (await reader.transport.send('GET', `/v1/messages/${again.message_id}`)).text()).toContain(`"body":${body}`)
   })
 
   test('poll --follow prints each new message as one JSON line', async () => {

@@ -1,7 +1,7 @@
 /** The agent commands through the built binary against a running binary relay. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { spawnSync } from 'bun'
-import { rmSync, writeFileSync } from 'node:fs'
+import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { CLIENT_COMMANDS } from '../../src/cli/commands/index.ts'
@@ -114,6 +114,19 @@ describe('errors', () => {
     expect(down.stderr).toStartWith(`relay: error: cannot reach the relay at http://127.0.0.1:${port}`)
   })
 
+  test('--relay with /v1 (or another path) is answered with a hint to drop it', async () => {
+    for (const url of [`${relay.url}/v1`, `${relay.url}/v1/`]) {
+      const r = await runCli(['whoami', '--relay', url, '--key', 'agent.key'], { cwd: dir })
+      expect(r.code).toBe(1)
+      expect(r.stderr).toMatch(/^relay: error: No such route \(code not_found, request req_\S+\)\n/)
+      expect(r.stderr).toEndWith(`  hint: --relay is the relay's address without /v1 (every command adds it): try --relay ${relay.url}\n`)
+    }
+    const other = await runCli(['whoami', '--relay', `${relay.url}/api`, '--key', 'agent.key'], { cwd: dir })
+    expect(other.stderr).toContain(`hint: --relay ${relay.url}/api has the path /api; the relay answers at its address with paths starting /v1/ (try --relay ${relay.url})`)
+    // an unknown agent is a not-found of another kind: no hint
+    expect((await cli(['profile', 'get', generateKeyPair().publicKey])).stderr).not.toContain('hint')
+  })
+
   test('usage errors exit 2 and point at --help', async () => {
     const r = await cli(['profile', 'set'])
     expect(r.code).toBe(2)
@@ -169,5 +182,20 @@ describe('terminal and pipe', () => {
     const stable = (text: string) => text.replace(/\r\n/g, '\n').replace(/last active .*/, 'last active')
     expect(stable(tty.stdout.toString())).toBe(stable(piped.stdout))
     expect(tty.stdout.toString()).not.toContain('\x1b[')
+  })
+})
+
+describe('serve', () => {
+  test('on a busy port it fails before creating the data directory, and says which address', async () => {
+    const taken = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    try {
+      const dataDir = join(dir, 'never-created')
+      const r = spawnSync([BINARY, 'serve', '--port', String(taken.port), '--host', '127.0.0.1', '--data-dir', dataDir], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' })
+      expect(r.exitCode).toBe(1)
+      expect(r.stderr.toString()).toBe(`relay: error: the address 127.0.0.1:${taken.port} is in use (is another relay running?); choose another with --port or RELAY_PORT\n`)
+      expect(existsSync(dataDir)).toBe(false)
+    } finally {
+      taken.stop(true)
+    }
   })
 })

@@ -91,6 +91,27 @@ describe('listen', () => {
   })
 })
 
+describe('stopping while connecting', () => {
+  test('an abort during the connection attempt ends listen() and closes the socket it opened', async () => {
+    const bob = real()
+    const stop = new AbortController()
+    // abort as the socket opens, before the auth answer: the loop must see it once connect resolves
+    const Base = globalThis.WebSocket
+    class Aborting extends Base {
+      constructor(url: string) {
+        super(url)
+        this.addEventListener('open', () => stop.abort())
+      }
+    }
+    const outcome = await Promise.race([
+      bob.listen({ signal: stop.signal, WebSocket: Aborting as never, onMessage: () => {} }).then(() => 'resolved'),
+      Bun.sleep(3000).then(() => 'still listening'),
+    ])
+    expect(outcome).toBe('resolved')
+    await until(() => hub().connectionsOf(bob.publicKey).length === 0, 3000, 'the socket closed')
+  })
+})
+
 describe('connect', () => {
   test('send resolves like POST and rejects with the relay error; ping round-trips; ack errors reach onError', async () => {
     const alice = real()

@@ -107,11 +107,14 @@ describe('signing examples', () => {
       const got = JSON.parse(run(['sh', script, 'GET', `/v1/agents/${key}`], env).stdout.toString())
       expect(got.public_key).toBe(key)
       expect(got.display_name).toBe('from sh')
+      // the same GET twice within one second: each has its own millisecond timestamp, so no replay_detected
+      const again = [run(['sh', script, 'GET', `/v1/agents/${key}`], env), run(['sh', script, 'GET', `/v1/agents/${key}`], env)]
+      for (const r of again) expect(JSON.parse(r.stdout.toString()).public_key).toBe(key)
     } finally {
       relay.proc.kill('SIGTERM')
       await relay.proc.exited
     }
-  })
+  }, 120_000) // builds the binary when this file runs alone
 })
 
 describe('webhook receivers', () => {

@@ -127,6 +127,18 @@ describe('accepting a message', () => {
   })
 })
 
+describe('a request body that is not an object', () => {
+  test('null, an array, a string: 400 that says what a send looks like and what was given', async () => {
+    const a = await agent(t)
+    for (const [raw, kind] of [['null', 'null'], ['[]', 'an array'], ['"hello"', 'a string']]) {
+      const res = await a.transport.send('POST', '/v1/messages', raw, { 'content-type': 'application/json' })
+      const err = await expectError(res, 400, 'bad_request')
+      expect(err.message).toBe('The request body must be a JSON object: {"recipient_key": "…", "body": …} with a body, attachments or both')
+      expect(err.details).toEqual({ fields: { body: `must be a JSON object, not ${kind}` } })
+    }
+  })
+})
+
 describe('thread inheritance from in_reply_to', () => {
   test('a reply without thread_id joins the thread of a message the sender can read', async () => {
     const [a, b] = [await agent(t), await agent(t)]

@@ -31,7 +31,7 @@ beforeAll(async () => {
   hook('k1', 1)
   hook('k2', 0)
   c.run(`INSERT INTO webhook_deliveries (delivery_id, public_key, message_id, state, next_attempt_at, created_at, updated_at) VALUES ('d1', 'k1', 'm1', 'pending', ?, ?, ?)`, [now, now, now])
-  c.run(`INSERT INTO agents (public_key, status, created_at, updated_at, last_active_at) VALUES ('S', 'suspended', ?, ?, ?)`, [now + 1, now, now])
+  c.run(`INSERT INTO agents (public_key, status, suspended_reason, created_at, updated_at, last_active_at) VALUES ('S', 'suspended', 'spam to many agents', ?, ?, ?)`, [now + 1, now, now])
 })
 afterAll(() => t.close())
 
@@ -88,6 +88,11 @@ describe('agents list', () => {
     expect(table[1]).toContain('active')
     expect(table[1]).toContain('agent ')
     expect(table[6]).toMatch(/^more: relay admin agents --cursor \S+ --limit 5$/)
+    // the suspension reason is a column of the table, as it is a field of --json
+    const suspended = spawnSync([bin, 'admin', 'agents', '--status', 'suspended', '--data-dir', t.dataDir]).stdout.toString().split('\n')
+    expect(suspended[0]).toMatch(/\s+LAST ACTIVE\s+SUSPENSION REASON$/)
+    expect(suspended[1]).toMatch(/^S\s+suspended\s.*\sspam to many agents$/)
+    expect(table[1]).toMatch(/\s-$/)
   })
 
   test('bad flags are usage errors', () => {

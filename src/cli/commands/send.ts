@@ -1,5 +1,5 @@
 import { basename } from 'node:path'
-import type { RelayClient, SendMessageInput, SendResultJson } from '../../client/index.ts'
+import { readJson, type RelayClient, type SendMessageInput, type SendResultJson } from '../../client/index.ts'
 import { fields } from '../format.ts'
 import { UsageError, type CommandContext, type CommandSpec, type FlagSpec } from './command.ts'
 import { inlineOrFile } from './profile.ts'
@@ -27,7 +27,8 @@ export const send: CommandSpec = {
     'Each --attach FILE is uploaded first (with a progress bar on a terminal) and attached with its file\n' +
     'name; --blob BLOB_ID attaches a blob uploaded before (relay upload). The relay fills in each\n' +
     "attachment's content type, size and hash. --body takes JSON inline, as @FILE, or @-\n" +
-    'for standard input; --text "hi" is the body {"text": "hi"}.',
+    'for standard input, and sends that text as given (numbers, escapes and key order unchanged);\n' +
+    '--text "hi" is the body {"text": "hi"}.',
   flags: [
     { name: 'to', value: 'KEY', help: "the recipient's public key (required)" },
     { name: 'body', value: 'JSON|@FILE', help: 'the message body, any JSON' },
@@ -53,7 +54,13 @@ export const send: CommandSpec = {
     }
     const message: SendMessageInput = { recipient_key: f.to }
     if (f.text !== undefined) message.body = { text: f.text }
-    if (f.body !== undefined) message.body = parseJson(await inlineOrFile(f.body), 'body')
+    // --body goes on the wire as given: parsing and re-serialising would change numbers beyond 2^53,
+    // the spelling of escapes and key order
+    let rawBody: string | undefined
+    if (f.body !== undefined) {
+      rawBody = (await inlineOrFile(f.body)).trim()
+      parseJson(rawBody, 'body')
+    }
     if (f.thread !== undefined) message.thread_id = f.thread
     if (f['reply-to'] !== undefined) message.in_reply_to = f['reply-to']
     if (f['content-type'] !== undefined) message.content_type = f['content-type']
@@ -75,7 +82,11 @@ export const send: CommandSpec = {
         message.attachments.push({ blob_id: blob.blob_id, filename: basename(file) })
       }
     }
-    const result = await client.call<SendResultJson>('POST', '/v1/messages', undefined, message)
+    const text = requestText(message, rawBody)
+    const res = await client.transport.sendWithRetry('POST', '/v1/messages', () =>
+      client.transport.buildRequest('POST', '/v1/messages', text, { 'content-type': 'application/json' }),
+    )
+    const result = await readJson<SendResultJson>(res, client.transport.baseUrl)
     if (ctx.json) return ctx.out.json(result)
     ctx.out.text(
       fields([
@@ -95,4 +106,13 @@ function parseJson(text: string, flag: string): unknown {
   } catch {
     throw new UsageError(`--${flag} is not valid JSON`)
   }
+}
+
+/** The JSON text of a send request, with the body given on the command line spliced in byte for byte. */
+export function requestText(message: SendMessageInput, rawBody: string | undefined): string {
+  if (rawBody === undefined) return JSON.stringify(message)
+  // recipient_key first, as the relay's documentation shows it, then the body, then the rest
+  const { recipient_key, ...others } = message
+  const tail = JSON.stringify(others).slice(1)
+  return `{"recipient_key":${JSON.stringify(recipient_key)},"body":${rawBody}${tail === '}' ? '}' : `,${tail}`}`
 }
