@@ -37,9 +37,13 @@ export const MAX_AUTH_FRAME_BYTES = 4096
  */
 const PREAUTH_SOCKET_BYTES = MAX_AUTH_FRAME_BYTES
 /** Unauthenticated sockets one client address may hold at once (beyond it: 429). */
-export const DEFAULT_PREAUTH_SOCKETS_PER_ADDRESS = 8
-/** Unauthenticated sockets over all clients (beyond it: 503). */
-export const DEFAULT_PREAUTH_SOCKETS = 4096
+export const DEFAULT_PREAUTH_SOCKETS_PER_ADDRESS = 4
+/**
+ * Unauthenticated sockets over all clients (beyond it: 503). The runtime accepts frames of up to 2 MiB
+ * from any socket and buffers one still arriving where the hub cannot see it, so this count is what
+ * bounds that memory: 128 × 2 MiB at worst (measured: about 2 MiB of RSS per socket stalled in a frame).
+ */
+export const DEFAULT_PREAUTH_SOCKETS = 128
 /** The share of the relay-wide count that only handshakes naming a key known here may use. */
 const KNOWN_KEY_RESERVE = 0.25
 /** Keys remembered as known (they authenticated a socket here), oldest forgotten first. */
