@@ -198,8 +198,8 @@ export class SocketHub {
     if (q < 0) return false
     const start = q + 5
     const end = url.indexOf('&', start)
-    const key = decodeURIComponent(url.slice(start, end < 0 ? undefined : end))
-    return this.knownKeys.has(key)
+    // public keys are base64url: nothing to decode, and anything else is not a known key
+    return this.knownKeys.has(url.slice(start, end < 0 ? undefined : end))
   }
 
   /** Counts one unauthenticated socket, or returns why not (429 for the address, 503 for the relay). */
@@ -265,6 +265,7 @@ export class SocketHub {
       status: 'ok' as const,
       open_sockets: this.sockets.size,
       authenticated: this.authenticatedCount,
+      unauthenticated: this.pendingTotal,
       agents: this.byAgent.size,
       slow_consumers: congested,
       buffered_bytes: buffered,
