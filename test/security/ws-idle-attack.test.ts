@@ -1,7 +1,7 @@
 /**
  * Idle-socket attacks, short: sockets that upgrade and never send a frame, from a few loopback
  * addresses, reopened as soon as the relay closes or refuses them, while legitimate clients connect
- * and authenticate. Every legitimate connect must authenticate (the brief bound is 99 %).
+ * and authenticate. Every legitimate connect must authenticate (the bound is 99 %; none may fail here).
  */
 import { afterEach, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
