@@ -1,53 +1,98 @@
 /**
- * What clients that never sign anything (or sign with throw-away keys) cost the relay binary:
+ * Fair under attack: what strangers can take from the agents of a compiled relay, each attack run while
+ * legitimate clients keep working, for one build or several side by side (a column each: before / after).
  *
- *  1. RSS while 1,000 connections each declare a 2 MiB JSON body and send all but its last byte, with no
- *     signature headers (a) and with well-formed but forged ones (b); meanwhile signed requests from other
- *     addresses measure p50/p99 latency.
- *  2. RSS while 300 WebSockets that never authenticate each hold an unfinished 2 MiB frame.
- *  3. Peak bytes in the upload temp directory while 8 unsigned 100 MiB blob uploads stream in, and RSS
- *     while 200 unsigned uploads each send 900 KiB and stall.
- *  4. /v1/health and signed-send latency while another process holds the SQLite write lock.
- *  5. A flood of requests each signed by a fresh key, under each admission mode: open (every key becomes
- *     an agent, up to the per-address new-agent rate), allowlist and existing (refused, nothing stored).
+ *  stalled   24 connections from 5 addresses each declare a 2 MiB JSON body with well-formed headers and
+ *            a garbage signature, and trickle one byte every 5 s → % of legitimate signed sends answered
+ *            201, and their p99 latency (measured in a process of its own).
+ *  ws        idle unauthenticated WebSockets that never send a frame, reopened whenever closed or
+ *            refused: 15 from 3 addresses, then 200 from 20 → % of legitimate WebSocket connects that
+ *            authenticate.
+ *  wsframes  64 unauthenticated sockets from 8 addresses each send most of a 2 MiB frame and stall (what
+ *            the runtime buffers unseen by the relay) → RSS over idle.
+ *  uploads   32 concurrent 100 MiB blob uploads with a garbage signature → peak RSS over the idle RSS,
+ *            and % of legitimate signed sends answered 201 meanwhile.
+ *  ipv6      100 /64s of one /56 (through a trusted proxy on loopback, which names them in
+ *            X-Forwarded-For), each a fresh key, under a new-agent limit of 20 per address per hour →
+ *            how many agents they created.
+ *  maxagents 500 concurrent fresh keys under RELAY_MAX_AGENTS=50 → agent records created.
+ *  soak      333 signed requests/s for --duration (default 30s; the reference run is 10m) → replay log
+ *            rows and WAL size, sampled over time.
  *
- * Attack connections come from many loopback source addresses (127.0.x.y), as a distributed attacker's
- * would, so per-address limits alone do not stop them; the probes use addresses of their own.
+ * Attack and probe connections bind loopback source addresses (127.x.y.z), so each one is a client
+ * address of its own; every relay here runs with RELAY_RATE_ADDRESS_EXEMPT empty unless said otherwise.
  *
- *   bun bench/abuse.ts     RELAY_BINARY=path (default dist/relay, built first)
- *   ABUSE_CONNS=1000 ABUSE_HOLD_S=10 ABUSE_WS=300 ABUSE_UPLOADS=8 ABUSE_UPLOAD_MIB=100 ABUSE_LOCK_S=10
- *   ABUSE_FLOOD_S=5 ABUSE_STALLED=200 ABUSE_PARTS=body,ws,disk,stalled,lock,flood
+ *   bun bench/abuse.ts BINARY [BINARY …] [--parts stalled,ws,uploads,ipv6,maxagents,soak]
+ *                     [--duration 30s] [--attack 15s]
+ *
+ * e.g. `npm run build && cp dist/relay /tmp/after && bun bench/abuse.ts /tmp/before /tmp/after`.
  */
-import { spawn } from 'bun'
+import { spawn, type Subprocess } from 'bun'
+import { Database } from 'bun:sqlite'
 import { randomBytes } from 'node:crypto'
-import { readdirSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ensureBinary, fmt, nativeAgent, percentile, rssMiB, startRelayBinary } from './lib.ts'
+import { fmt, freePort, nativeAgent, percentile, rssMiB } from './lib.ts'
 
-const CONNS = Number(process.env.ABUSE_CONNS ?? 1000)
-const HOLD_S = Number(process.env.ABUSE_HOLD_S ?? 10)
-const WS_CONNS = Number(process.env.ABUSE_WS ?? 300)
-const UPLOADS = Number(process.env.ABUSE_UPLOADS ?? 8)
-const UPLOAD_MIB = Number(process.env.ABUSE_UPLOAD_MIB ?? 100)
-const LOCK_S = Number(process.env.ABUSE_LOCK_S ?? 10)
-const FLOOD_S = Number(process.env.ABUSE_FLOOD_S ?? 5)
-const PARTS = new Set((process.env.ABUSE_PARTS ?? 'body,ws,disk,stalled,lock,flood').split(','))
 const MiB = 1024 * 1024
+const args = process.argv.slice(2)
+const flag = (name: string, def: string) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? args[i + 1] : def
+}
+const seconds = (text: string) => {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text)
+  if (!m) throw new Error(`not a duration: ${text}`)
+  return Number(m[1]) * (m[2] === 'm' ? 60 : m[2] === 'ms' ? 0.001 : 1)
+}
 
-/** `--probe PORT get|send RATE`: this script as the probe process (see probeProcess). */
-const PROBE = process.argv[2] === '--probe'
-if (!PROBE) ensureBinary()
-// the relay's defaults, except the per-agent limits (the probes send more than 30 a minute)
-const relay = PROBE ? null : await startRelayBinary({ RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_RATE_ADDRESS_PER_MIN: '600', RELAY_RATE_ADDRESS_EXEMPT: '' })
-let port = relay?.port ?? Number(process.argv[3])
-let proc = relay?.proc as NonNullable<typeof relay>['proc']
-let dataDir = relay?.dataDir as string
-if (relay) console.log(`relay ${process.env.RELAY_BINARY ?? 'dist/relay'} on :${port}, ready in ${fmt(relay.readyMs, 0)} ms`)
+// --- probe mode: `--probe PORT RATE` sends signed messages until stdin closes, prints one JSON line ---
+if (args[0] === '--probe') {
+  const port = Number(args[1])
+  const rate = Number(args[2])
+  const agents = Array.from({ length: 8 }, () => nativeAgent())
+  const latencies: number[] = []
+  let ok = 0
+  let total = 0
+  const statuses: Record<number, number> = {}
+  let stop = false
+  void (async () => {
+    for await (const _ of Bun.stdin.stream()) {
+      // nothing: the parent closes stdin to stop
+    }
+    stop = true
+  })()
+  const pending: Promise<void>[] = []
+  for (let i = 0; !stop; i++) {
+    const a = agents[i % agents.length]
+    const body = JSON.stringify({ recipient_key: agents[(i + 1) % agents.length].keys.publicKey, body: { n: i } })
+    const headers = { ...a.sign('POST', '/v1/messages', new Date().toISOString(), body), 'Content-Type': 'application/json' }
+    pending.push(
+      rawRequest(port, `127.0.0.${2 + (i % 8)}`, 'POST', '/v1/messages', headers, body).then((r) => {
+        total++
+        if (r.status === 201) ok++
+        statuses[r.status] = (statuses[r.status] ?? 0) + 1
+        latencies.push(r.ms)
+      }),
+    )
+    await Bun.sleep(1000 / rate)
+  }
+  await Promise.all(pending)
+  latencies.sort((x, y) => x - y)
+  console.log(JSON.stringify({ ok, total, statuses, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }))
+  process.exit(0)
+}
 
-/** Loopback source address number i (127.0.x.y, never 127.0.0.1 or the probes' 127.0.0.2–9). */
-const attacker = (i: number) => `127.${1 + Math.floor(i / 250)}.${Math.floor(i / 250) % 250}.${(i % 250) + 1}`
-const probeAddr = (i: number) => `127.0.0.${2 + (i % 8)}`
+const binaries = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'))
+if (binaries.length === 0) {
+  console.error('usage: bun bench/abuse.ts BINARY [BINARY …] [--parts …] [--duration 30s] [--attack 15s]')
+  process.exit(2)
+}
+const PARTS = flag('parts', 'stalled,ws,wsframes,uploads,ipv6,maxagents,soak').split(',')
+const SOAK_S = seconds(flag('duration', '30s'))
+const ATTACK_S = seconds(flag('attack', '15s'))
 
 interface RawAnswer {
   status: number
@@ -56,10 +101,10 @@ interface RawAnswer {
 }
 
 /** One HTTP/1.1 request on a fresh connection from `localAddress`; resolves once the answer is complete. */
-function rawRequest(localAddress: string, method: string, path: string, headers: Record<string, string>, body: Uint8Array | string = ''): Promise<RawAnswer> {
+function rawRequest(port: number, localAddress: string, method: string, path: string, headers: Record<string, string>, body = ''): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const t0 = performance.now()
-    const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+    const bytes = Buffer.from(body)
     const s = connect({ host: '127.0.0.1', port, localAddress })
     let got: Buffer = Buffer.alloc(0)
     let settled = false
@@ -86,345 +131,363 @@ function rawRequest(localAddress: string, method: string, path: string, headers:
   })
 }
 
-/** Signed requests from probe addresses until stopped: latency and status counts. */
-function probe(kind: 'get' | 'send', ratePerS = 20) {
-  const agents = Array.from({ length: 8 }, () => nativeAgent())
-  const latencies: number[] = []
-  const statuses = new Map<number, number>()
-  let stop = false
-  let i = 0
-  const running = (async () => {
-    while (!stop) {
-      const a = agents[i % agents.length]
-      const ts = new Date().toISOString()
-      const n = i++
-      const req =
-        kind === 'get'
-          ? rawRequest(probeAddr(n), 'GET', `/v1/agents/${a.keys.publicKey}`, a.sign('GET', `/v1/agents/${a.keys.publicKey}`, ts))
-          : (() => {
-              const body = JSON.stringify({ recipient_key: agents[(n + 1) % agents.length].keys.publicKey, body: { n } })
-              return rawRequest(probeAddr(n), 'POST', '/v1/messages', { ...a.sign('POST', '/v1/messages', ts, body), 'Content-Type': 'application/json' }, body)
-            })()
-      void req.then((r) => {
-        latencies.push(r.ms)
-        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1)
-        if (r.status >= 300 && process.env.ABUSE_VERBOSE) console.log(r.status, r.body)
-      })
-      await Bun.sleep(1000 / ratePerS)
+const garbageHeaders = (): Record<string, string> => ({
+  'X-M2M-Public-Key': randomBytes(32).toString('base64url'),
+  'X-M2M-Timestamp': new Date().toISOString(),
+  'X-M2M-Signature': randomBytes(64).toString('base64url'),
+})
+
+interface Relay {
+  proc: Subprocess
+  port: number
+  dataDir: string
+  stop(): Promise<void>
+}
+
+/** Starts `binary` with the relay's defaults except `env`; null when it refuses the environment. */
+async function startRelay(binary: string, env: Record<string, string>): Promise<Relay | null> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'relay-abuse-'))
+  const port = await freePort()
+  const proc = spawn([binary, 'serve', '--port', String(port), '--data-dir', dataDir], {
+    env: { PATH: process.env.PATH ?? '', RELAY_LOG_LEVEL: 'error', RELAY_RATE_ADDRESS_EXEMPT: '', ...env },
+    stdout: 'ignore',
+    stderr: 'pipe',
+  })
+  const t0 = Date.now()
+  for (;;) {
+    if (proc.exitCode !== null) {
+      rmSync(dataDir, { recursive: true, force: true })
+      return null
     }
-  })()
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/v1/health/ready`)).status === 200) break
+    } catch {}
+    if (Date.now() - t0 > 15_000) throw new Error(`${binary} not ready`)
+    await Bun.sleep(20)
+  }
   return {
-    async finish() {
-      stop = true
-      await running
-      await Bun.sleep(200)
-      latencies.sort((x, y) => x - y)
-      return `signed ${kind}: ${latencies.length} requests, p50 ${fmt(percentile(latencies, 50))} ms, p99 ${fmt(percentile(latencies, 99))} ms, max ${fmt(latencies.at(-1) ?? NaN)} ms, statuses ${JSON.stringify(Object.fromEntries(statuses))}`
+    proc,
+    port,
+    dataDir,
+    async stop() {
+      proc.kill('SIGTERM')
+      await proc.exited
+      rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }
 
-/**
- * The probe in a process of its own, so that what it measures is the relay's latency and not the
- * attacking loops' load on this process's event loop. `finish` ends it and returns its summary line.
- */
-function probeProcess(kind: 'get' | 'send', ratePerS = 20) {
-  const child = spawn([process.execPath, import.meta.path, '--probe', String(port), kind, String(ratePerS)], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' })
+/** Legitimate signed sends in a process of their own (its latency is the relay's, not this loop's). */
+function sendProbe(port: number, rate = 10) {
+  const child = spawn([process.execPath, import.meta.path, '--probe', String(port), String(rate)], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' })
   return {
-    async finish() {
+    async finish(): Promise<{ ok: number; total: number; statuses: Record<string, number>; p50: number; p99: number }> {
       child.stdin.end()
-      return (await new Response(child.stdout).text()).trim()
+      return JSON.parse((await new Response(child.stdout).text()).trim())
     },
   }
 }
 
-/** Samples the relay's RSS every 100 ms until stopped; returns the peak. */
-function rssSampler() {
-  let peak = rssMiB(proc.pid)
-  const timer = setInterval(() => (peak = Math.max(peak, rssMiB(proc.pid))), 100)
-  return () => {
-    clearInterval(timer)
-    return Math.max(peak, rssMiB(proc.pid))
-  }
-}
+const pct = (ok: number, total: number, statuses?: Record<string, number>) =>
+  `${fmt((100 * ok) / Math.max(1, total), 1)} % of ${total}${statuses ? ` ${JSON.stringify(statuses)}` : ''}`
 
-async function settle(): Promise<number> {
-  await Bun.sleep(1500)
-  return rssMiB(proc.pid)
-}
+// the agents' per-key limits are off: the probes send more than 30 a minute
+const BASE_ENV = { RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_RATE_REQUESTS_PER_MIN: '0' }
 
-/** A forged but well-formed header set: random key, fresh timestamp, random signature. */
-function forgedHeaders(): Record<string, string> {
-  return {
-    'X-M2M-Public-Key': randomBytes(32).toString('base64url'),
-    'X-M2M-Timestamp': new Date().toISOString(),
-    'X-M2M-Signature': randomBytes(64).toString('base64url'),
-  }
-}
+// --- the attacks: each returns its figures as label → text ---
 
-/** 1. slow 2 MiB bodies */
-async function slowBodies(label: string, headers: () => Record<string, string>) {
-  const declared = 2 * MiB
-  const body = Buffer.alloc(declared - 1, 0x20)
-  const before = rssMiB(proc.pid)
-  const peak = rssSampler()
-  const burst = probeProcess('get')
-  const burstStarted = performance.now()
-  const statuses = new Map<string, number>()
+async function stalled(binary: string): Promise<Record<string, string>> {
+  const relay = (await startRelay(binary, BASE_ENV))!
   const sockets: Socket[] = []
-  let written = 0
+  for (let i = 0; i < 24; i++) {
+    const s = connect({ host: '127.0.0.1', port: relay.port, localAddress: `127.0.10.${1 + (i % 5)}` })
+    s.on('error', () => {})
+    s.on('connect', () => {
+      const head = Object.entries(garbageHeaders()).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+      s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${2 * MiB}\r\n${head}\r\n{`)
+    })
+    sockets.push(s)
+  }
+  const trickle = setInterval(() => sockets.forEach((s) => s.writable && s.write(' ')), 5000)
+  await Bun.sleep(500)
+  const probe = sendProbe(relay.port)
+  await Bun.sleep(ATTACK_S * 1000)
+  const r = await probe.finish()
+  clearInterval(trickle)
+  sockets.forEach((s) => s.destroy())
+  await relay.stop()
+  return { 'stalled 2 MiB bodies (24 from 5 addresses): legit sends 201': pct(r.ok, r.total, r.statuses), 'stalled bodies: legit send p99': `${fmt(r.p99, 1)} ms` }
+}
+
+/** Keeps `perAddress` silent sockets open from each address, reopened when closed or refused. */
+function idleSockets(port: number, addresses: string[], perAddress: number) {
+  let stopped = false
+  const open = new Set<Socket>()
+  const one = (localAddress: string) => {
+    if (stopped) return
+    const s = connect({ host: '127.0.0.1', port, localAddress })
+    open.add(s)
+    s.on('connect', () =>
+      s.write(`GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+    )
+    s.on('error', () => {})
+    s.on('close', () => {
+      open.delete(s)
+      setTimeout(() => one(localAddress), 50)
+    })
+  }
+  for (const a of addresses) for (let i = 0; i < perAddress; i++) one(a)
+  return () => {
+    stopped = true
+    for (const s of open) s.destroy()
+  }
+}
+
+/** Legitimate WebSocket connects for `ms`: each authenticates (5 keys, reused) and closes. */
+async function legitimateSockets(port: number, ms: number) {
+  const agents = Array.from({ length: 5 }, () => nativeAgent())
+  let ok = 0
+  let total = 0
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    const a = agents[total++ % agents.length]
+    const passed = await new Promise<boolean>((resolve) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/ws?key=${a.keys.publicKey}`)
+      const timer = setTimeout(() => (ws.close(), resolve(false)), 5000)
+      ws.onopen = () => {
+        const ts = new Date().toISOString()
+        ws.send(JSON.stringify({ type: 'auth', public_key: a.keys.publicKey, timestamp: ts, signature: a.signText(`WS\n${ts}`) }))
+      }
+      ws.onmessage = (e) => {
+        const f = JSON.parse(String(e.data))
+        if (f.type !== 'auth_result') return
+        clearTimeout(timer)
+        ws.close()
+        resolve(f.status === 'ok')
+      }
+      ws.onerror = () => (clearTimeout(timer), resolve(false))
+      ws.onclose = () => (clearTimeout(timer), resolve(false))
+    })
+    if (passed) ok++
+    await Bun.sleep(50)
+  }
+  return { ok, total }
+}
+
+async function ws(binary: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const [addresses, perAddress] of [
+    [3, 5],
+    [20, 10],
+  ] as const) {
+    const relay = (await startRelay(binary, BASE_ENV))!
+    const stop = idleSockets(relay.port, Array.from({ length: addresses }, (_, i) => `127.0.11.${i + 1}`), perAddress)
+    await Bun.sleep(500)
+    const r = await legitimateSockets(relay.port, ATTACK_S * 1000)
+    stop()
+    await relay.stop()
+    out[`${addresses * perAddress} idle sockets from ${addresses} addresses: legit WS auth ok`] = pct(r.ok, r.total)
+  }
+  return out
+}
+
+/** The frame header of a masked client text frame declaring `length` payload bytes (64-bit length form). */
+function frameHeader(length: number): Buffer {
+  const h = Buffer.alloc(14)
+  h[0] = 0x81
+  h[1] = 0x80 | 127
+  h.writeBigUInt64BE(BigInt(length), 2)
+  randomBytes(4).copy(h, 10)
+  return h
+}
+
+async function wsFrames(binary: string): Promise<Record<string, string>> {
+  // what the relay cannot see: unauthenticated sockets that send most of a 2 MiB frame and stall
+  const relay = (await startRelay(binary, BASE_ENV))!
+  await Bun.sleep(500)
+  const idle = rssMiB(relay.proc.pid)
+  const sockets: Socket[] = []
+  let upgraded = 0
   await Promise.all(
-    Array.from({ length: CONNS }, (_, i) => {
+    Array.from({ length: 64 }, (_, i) => {
       return new Promise<void>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port, localAddress: attacker(i) })
+        const s = connect({ host: '127.0.0.1', port: relay.port, localAddress: `127.0.14.${1 + (i % 8)}` })
         sockets.push(s)
         let got = ''
-        s.on('data', (d) => {
-          if (!got) {
-            got = d.toString('latin1')
-            const code = /^HTTP\/1\.1 (\d+)/.exec(got)?.[1] ?? '?'
-            statuses.set(code, (statuses.get(code) ?? 0) + 1)
-          }
-        })
-        s.on('error', () => {})
-        s.on('connect', () => {
-          const head = Object.entries(headers()).map(([k, v]) => `${k}: ${v}\r\n`).join('')
-          s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n${head}\r\n`)
-          s.write(body, () => {
-            written++
-            resolve()
-          })
-        })
+        s.on('error', () => resolve())
         s.on('close', () => resolve())
-      })
-    }),
-  )
-  // signed requests while the bodies arrive (a bandwidth flood on the same two cores), then while they are held
-  const burstS = (performance.now() - burstStarted) / 1000
-  const burstLine = await burst.finish()
-  const held = probeProcess('get')
-  await Bun.sleep(HOLD_S * 1000)
-  const peakMiB = peak()
-  const answered = [...statuses.values()].reduce((a, b) => a + b, 0)
-  const heldLine = await held.finish()
-  for (const s of sockets) s.destroy()
-  console.log(
-    `slow bodies (${label}): ${CONNS} connections × 2 MiB declared, ${written} wrote all but the last byte, held ${HOLD_S} s; ` +
-      `answered before the last byte: ${answered} ${JSON.stringify(Object.fromEntries(statuses))}`,
-  )
-  console.log(`  RSS ${fmt(before, 0)} → peak ${fmt(peakMiB, 0)} MiB (+${fmt(peakMiB - before, 0)}), after close ${fmt(await settle(), 0)} MiB`)
-  console.log(`  while ${fmt((CONNS * 2 * MiB) / 2 ** 30, 1)} GiB arrived (${fmt(burstS, 1)} s): ${burstLine}`)
-  console.log(`  while the bodies were held (${HOLD_S} s): ${heldLine}`)
-}
-
-/** 2. WebSockets that hold an unfinished 2 MiB frame before authenticating */
-async function wsPartialFrames() {
-  const before = rssMiB(proc.pid)
-  const peak = rssSampler()
-  const payload = 2 * MiB - 64
-  const chunk = Buffer.alloc(payload - 1, 0x41)
-  const outcome = new Map<string, number>()
-  const count = (k: string) => outcome.set(k, (outcome.get(k) ?? 0) + 1)
-  const sockets: Socket[] = []
-  await Promise.all(
-    Array.from({ length: WS_CONNS }, (_, i) => {
-      return new Promise<void>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port, localAddress: attacker(i) })
-        sockets.push(s)
-        let upgraded = false
-        s.on('error', () => {})
-        s.on('close', () => {
-          if (!upgraded) count('closed before answer')
-          resolve()
-        })
         s.on('connect', () =>
-          s.write(
-            `GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
-          ),
+          s.write(`GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`),
         )
-        s.once('data', (d) => {
-          const status = /^HTTP\/1\.1 (\d+)/.exec(d.toString('latin1'))?.[1] ?? '?'
-          count(status)
-          if (status !== '101') return resolve()
-          upgraded = true
-          // text frame, masked, 64-bit length; all but the last payload byte
-          const header = Buffer.alloc(14)
-          header[0] = 0x81
-          header[1] = 0x80 | 127
-          header.writeBigUInt64BE(BigInt(payload), 2)
-          randomBytes(4).copy(header, 10)
-          s.write(header)
-          s.write(chunk, () => resolve())
+        s.on('data', (d) => {
+          if (got.includes('\r\n\r\n')) return
+          got += d.toString('latin1')
+          if (!got.includes('\r\n\r\n')) return
+          if (!got.startsWith('HTTP/1.1 101')) return resolve()
+          upgraded++
+          s.write(Buffer.concat([frameHeader(2 * MiB - 16), Buffer.alloc(2 * MiB - 64 * 1024, 0x20)]), () => resolve())
         })
       })
     }),
   )
-  await Bun.sleep(Math.min(HOLD_S, 8) * 1000)
-  const peakMiB = peak()
-  for (const s of sockets) s.destroy()
-  console.log(`websockets: ${WS_CONNS} unauthenticated, each an unfinished ${fmt(payload / MiB, 2)} MiB frame; handshake answers ${JSON.stringify(Object.fromEntries(outcome))}`)
-  console.log(`  RSS ${fmt(before, 0)} → peak ${fmt(peakMiB, 0)} MiB (+${fmt(peakMiB - before, 0)}), after close ${fmt(await settle(), 0)} MiB`)
+  await Bun.sleep(1500)
+  const held = rssMiB(relay.proc.pid)
+  sockets.forEach((s) => s.destroy())
+  await relay.stop()
+  return { '64 unauthenticated sockets from 8 addresses each stalling in a 2 MiB frame: RSS over idle': `+${fmt(held - idle, 0)} MiB (${upgraded} upgraded)` }
 }
 
-/** Bytes of the files in `dir` (not below it), or of the files named `only`. */
-function dirBytes(dir: string, only?: string): number {
-  let total = 0
-  try {
-    for (const name of only ? [only] : readdirSync(dir)) {
-      try {
-        total += statSync(join(dir, name)).size
-      } catch {}
-    }
-  } catch {}
-  return total
-}
-
-/** 3. unsigned blob uploads and the temp directory */
-async function unsignedUploads() {
-  const size = UPLOAD_MIB * MiB
-  const tmp = join(dataDir, 'tmp')
-  let peak = 0
-  const timer = setInterval(() => (peak = Math.max(peak, dirBytes(tmp))), 20)
+async function uploads(binary: string): Promise<Record<string, string>> {
+  const relay = (await startRelay(binary, BASE_ENV))!
+  await Bun.sleep(1000)
+  const idle = rssMiB(relay.proc.pid)
+  let peak = idle
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(relay.proc.pid))), 100)
+  const probe = sendProbe(relay.port)
+  const size = 100 * MiB
   const chunk = Buffer.alloc(MiB, 0x42)
   const t0 = performance.now()
-  const results = await Promise.all(
-    Array.from({ length: UPLOADS }, (_, i) => {
+  const answers = await Promise.all(
+    Array.from({ length: 32 }, (_, i) => {
       return new Promise<string>((resolve) => {
-        const s = connect({ host: '127.0.0.1', port, localAddress: attacker(i) })
+        const s = connect({ host: '127.0.0.1', port: relay.port, localAddress: `127.0.12.${1 + (i % 8)}` })
         let got = ''
         s.on('data', (d) => (got += d.toString('latin1')))
         s.on('error', () => {})
-        s.on('close', () => resolve(/^HTTP\/1\.1 (\d+)/.exec(got)?.[1] ?? 'no answer'))
+        s.on('close', () => resolve(/^HTTP\/1\.1 (\d+)/.exec(got)?.[1] ?? 'none'))
         s.on('connect', async () => {
-          const head = Object.entries(forgedHeaders()).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+          const head = Object.entries(garbageHeaders()).map(([k, v]) => `${k}: ${v}\r\n`).join('')
           s.write(`POST /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n${head}\r\n`)
-          for (let sent = 0; sent < size && !s.destroyed; sent += MiB) {
+          for (let sent = 0; sent < size && !s.destroyed && !got; sent += MiB) {
             if (!s.write(chunk)) await new Promise((r) => s.once('drain', r))
           }
         })
       })
     }),
   )
-  clearInterval(timer)
-  const counts = new Map<string, number>()
-  for (const r of results) counts.set(r, (counts.get(r) ?? 0) + 1)
-  console.log(
-    `unsigned uploads: ${UPLOADS} × ${UPLOAD_MIB} MiB with forged signatures in ${fmt((performance.now() - t0) / 1000, 1)} s; answers ${JSON.stringify(Object.fromEntries(counts))}; ` +
-      `peak temp-file bytes ${fmt(peak / MiB, 1)} MiB`,
-  )
-}
-
-/** 3b. unsigned uploads that send a little and then stall (memory, not disk) */
-async function stalledUploads() {
-  const n = Number(process.env.ABUSE_STALLED ?? 200)
-  const part = Buffer.alloc(900 * 1024, 0x43)
-  const before = rssMiB(proc.pid)
-  const peak = rssSampler()
-  const sockets: Socket[] = []
-  for (let i = 0; i < n; i++) {
-    const s = connect({ host: '127.0.0.1', port, localAddress: attacker(i) })
-    sockets.push(s)
-    s.on('error', () => {})
-    s.on('connect', () => {
-      const head = Object.entries(forgedHeaders()).map(([k, v]) => `${k}: ${v}\r\n`).join('')
-      // half of them chunked, half declaring 100 MiB
-      const framing = i % 2 ? `Transfer-Encoding: chunked\r\n` : `Content-Length: ${100 * MiB}\r\n`
-      s.write(`POST /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\n${framing}${head}\r\n${i % 2 ? `${part.length.toString(16)}\r\n` : ''}`)
-      s.write(part)
-    })
+  const seconds = (performance.now() - t0) / 1000
+  const r = await probe.finish()
+  clearInterval(sampler)
+  peak = Math.max(peak, rssMiB(relay.proc.pid))
+  await relay.stop()
+  const counts: Record<string, number> = {}
+  for (const a of answers) counts[a] = (counts[a] ?? 0) + 1
+  return {
+    '32 garbage-signed 100 MiB uploads: peak RSS over idle': `+${fmt(peak - idle, 0)} MiB (idle ${fmt(idle, 0)}; answers ${JSON.stringify(counts)} in ${fmt(seconds, 1)} s)`,
+    'uploads: legit sends 201': `${pct(r.ok, r.total, r.statuses)}, p99 ${fmt(r.p99, 1)} ms`,
   }
-  await Bun.sleep(6000)
-  const settled = rssMiB(proc.pid)
-  const peakMiB = peak()
-  for (const s of sockets) s.destroy()
-  console.log(`stalled uploads: ${n} unsigned uploads send 900 KiB and stop; RSS ${fmt(before, 0)} → peak ${fmt(peakMiB, 0)} MiB (+${fmt(peakMiB - before, 0)}), after 6 s ${fmt(settled, 0)} MiB (+${fmt(settled - before, 0)}), after close ${fmt(await settle(), 0)} MiB`)
 }
 
-/** 4. another process holds the database's write lock */
-async function lockedDatabase() {
-  const db = join(dataDir, 'relay.db')
-  const holder = spawn(
-    [process.execPath, '-e', `const { Database } = require('bun:sqlite'); const d = new Database(${JSON.stringify(db)}); d.run('PRAGMA busy_timeout=5000'); d.run('BEGIN EXCLUSIVE'); console.log('locked'); await Bun.sleep(${LOCK_S * 1000}); d.run('COMMIT'); console.log('released')`],
-    { stdout: 'pipe', stderr: 'inherit' },
-  )
-  const reader = (holder.stdout as ReadableStream<Uint8Array>).getReader()
-  await reader.read() // "locked"
-  const sends = probeProcess('send', 10)
-  const health: number[] = []
-  const lockedUntil = performance.now() + LOCK_S * 1000
-  while (performance.now() < lockedUntil) {
-    const t0 = performance.now()
-    const r = await rawRequest(probeAddr(0), 'GET', '/v1/health', {})
-    health.push(performance.now() - t0)
-    void r
-    await Bun.sleep(50)
-  }
-  await holder.exited
-  const sendLine = await sends.finish()
-  health.sort((a, b) => a - b)
-  console.log(`database write lock held ${LOCK_S} s by another process: /v1/health ${health.length} requests, p50 ${fmt(percentile(health, 50))} ms, max ${fmt(health.at(-1) ?? NaN)} ms; ${sendLine}`)
-}
-
-/** 5. every request from a fresh key */
-async function freshKeyFlood(mode = 'open') {
-  const before = rssMiB(proc.pid)
-  const dbFiles = () => `relay.db ${fmt(dirBytes(dataDir, 'relay.db') / MiB, 1)} MiB, WAL ${fmt(dirBytes(dataDir, 'relay.db-wal') / MiB, 1)} MiB`
-  const filesBefore = dbFiles()
-  const deadline = performance.now() + FLOOD_S * 1000
-  const statuses = new Map<number, number>()
-  let n = 0
+async function ipv6(binary: string): Promise<Record<string, string>> {
+  // a proxy on loopback names the client; older builds take `true` where newer ones want its address
+  const env = { ...BASE_ENV, RELAY_RATE_NEW_AGENTS_PER_HOUR: '20', RELAY_RATE_ADDRESS_PER_MIN: '0' }
+  const relay = (await startRelay(binary, { ...env, RELAY_TRUST_PROXY: '127.0.0.1,::1' })) ?? (await startRelay(binary, { ...env, RELAY_TRUST_PROXY: 'true' }))!
+  let created = 0
+  let limited = 0
   await Promise.all(
-    Array.from({ length: 32 }, async (_, w) => {
-      while (performance.now() < deadline) {
-        const a = nativeAgent()
-        const ts = new Date().toISOString()
-        const path = `/v1/agents/${a.keys.publicKey}`
-        const r = await rawRequest(attacker(w * 7 + (n++ % 7)), 'GET', path, a.sign('GET', path, ts))
-        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1)
-      }
+    Array.from({ length: 100 }, async (_, i) => {
+      const a = nativeAgent()
+      const path = `/v1/agents/${a.keys.publicKey}`
+      const xff = `2001:db8:1:${(0x3400 + i).toString(16)}::1`
+      const r = await rawRequest(relay.port, '127.0.0.1', 'GET', path, { ...a.sign('GET', path, new Date().toISOString()), 'X-Forwarded-For': xff })
+      if (r.status === 200) created++
+      if (r.status === 429) limited++
     }),
   )
-  const created = statuses.get(200) ?? 0
-  console.log(
-    `fresh-key flood (${mode} admission), ${FLOOD_S} s from 224 addresses: ${n} requests (${fmt(n / FLOOD_S, 0)}/s), statuses ${JSON.stringify(Object.fromEntries(statuses))}, ` +
-      `${created} agents answered; RSS ${fmt(before, 0)} → ${fmt(rssMiB(proc.pid), 0)} MiB, database ${filesBefore} → ${dbFiles()}`,
+  await relay.stop()
+  return { '100 /64s of one /56, new-agent limit 20/h: agents created': `${created} (429: ${limited})` }
+}
+
+async function maxAgents(binary: string): Promise<Record<string, string>> {
+  const relay = (await startRelay(binary, { ...BASE_ENV, RELAY_MAX_AGENTS: '50', RELAY_RATE_NEW_AGENTS_PER_HOUR: '0', RELAY_RATE_ADDRESS_PER_MIN: '0' }))!
+  const agents = Array.from({ length: 500 }, () => nativeAgent())
+  const statuses: Record<number, number> = {}
+  await Promise.all(
+    agents.map(async (a, i) => {
+      const path = `/v1/agents/${a.keys.publicKey}`
+      const r = await rawRequest(relay.port, `127.0.13.${1 + (i % 200)}`, 'GET', path, a.sign('GET', path, new Date().toISOString()))
+      statuses[r.status] = (statuses[r.status] ?? 0) + 1
+    }),
   )
+  const dataDir = relay.dataDir
+  relay.proc.kill('SIGTERM')
+  await relay.proc.exited
+  const db = new Database(join(dataDir, 'relay.db'), { readonly: true })
+  const n = (db.query('SELECT count(*) AS n FROM agents').get() as { n: number }).n
+  db.close()
+  rmSync(dataDir, { recursive: true, force: true })
+  return { '500 concurrent fresh keys, RELAY_MAX_AGENTS=50: agent records': `${n} (answers ${JSON.stringify(statuses)})` }
 }
 
-if (PROBE) {
-  const p = probe(process.argv[4] as 'get' | 'send', Number(process.argv[5]))
-  for await (const _ of Bun.stdin.stream()) void _
-  console.log(await p.finish())
-  process.exit(0)
-}
-
-// warm up: a few signed requests so that workers and caches exist before the baseline
-{
-  const p = probeProcess('get', 50)
-  await Bun.sleep(1000)
-  console.log(`warm-up ${await p.finish()}; idle RSS ${fmt(await settle(), 0)} MiB`)
-}
-if (PARTS.has('body')) {
-  await slowBodies('no signature headers', () => ({}))
-  await slowBodies('forged signature headers', forgedHeaders)
-}
-if (PARTS.has('ws')) await wsPartialFrames()
-if (PARTS.has('disk')) await unsignedUploads()
-if (PARTS.has('stalled')) await stalledUploads()
-if (PARTS.has('lock')) await lockedDatabase()
-if (PARTS.has('flood')) {
-  await freshKeyFlood('open')
-  proc.kill()
-  await proc.exited
-  // the same flood against a relay that admits only listed keys, then one that admits only existing agents
-  for (const mode of ['allowlist', 'existing']) {
-    const other = await startRelayBinary({ RELAY_ADMISSION: mode, RELAY_RATE_ADDRESS_PER_MIN: '600', RELAY_RATE_ADDRESS_EXEMPT: '' })
-    ;[port, proc, dataDir] = [other.port, other.proc, other.dataDir]
-    await freshKeyFlood(mode)
-    proc.kill()
-    await proc.exited
+async function soak(binary: string): Promise<Record<string, string>> {
+  // the load generator is one process on 127.0.0.1: exempt from per-address limits, as a local one is
+  const relay = (await startRelay(binary, { ...BASE_ENV, RELAY_RATE_ADDRESS_EXEMPT: '127.0.0.0/8,::1' }))!
+  const agents = Array.from({ length: 200 }, () => nativeAgent())
+  const db = () => join(relay.dataDir, 'relay.db')
+  const sample = () => {
+    const d = new Database(db(), { readonly: true })
+    const rows = (d.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
+    d.close()
+    const wal = existsSync(`${db()}-wal`) ? statSync(`${db()}-wal`).size / MiB : 0
+    return { rows, wal }
+  }
+  const samples: string[] = []
+  const every = Math.max(5, SOAK_S / 6)
+  let ok = 0
+  let total = 0
+  let next = 0
+  const t0 = performance.now()
+  let nextSample = every
+  const inFlight = new Set<Promise<void>>()
+  const url = `http://127.0.0.1:${relay.port}`
+  while (performance.now() - t0 < SOAK_S * 1000) {
+    const due = Math.floor(((performance.now() - t0) / 1000) * 333)
+    while (next < due && inFlight.size < 256) {
+      const a = agents[next++ % agents.length]
+      const path = `/v1/agents/${a.keys.publicKey}`
+      const p: Promise<void> = fetch(url + path, { headers: a.sign('GET', path, new Date().toISOString()) })
+        .then(async (r) => {
+          await r.arrayBuffer()
+          total++
+          if (r.status === 200) ok++
+        })
+        .catch(() => void total++)
+        .finally(() => inFlight.delete(p))
+      inFlight.add(p)
+    }
+    if ((performance.now() - t0) / 1000 >= nextSample) {
+      const s = sample()
+      samples.push(`${fmt(nextSample, 0)}s: ${s.rows} rows, WAL ${fmt(s.wal, 1)} MiB`)
+      nextSample += every
+    }
+    await Bun.sleep(5)
+  }
+  await Promise.all(inFlight)
+  const end = sample()
+  samples.push(`end: ${end.rows} rows, WAL ${fmt(end.wal, 1)} MiB`)
+  await relay.stop()
+  return {
+    [`soak 333 signed req/s for ${SOAK_S} s: requests ok`]: pct(ok, total),
+    'soak: replay log rows and WAL over time': samples.join('; '),
   }
 }
 
-proc.kill()
-await proc.exited
+const ATTACKS: Record<string, (binary: string) => Promise<Record<string, string>>> = { stalled, ws, wsframes: wsFrames, uploads, ipv6, maxagents: maxAgents, soak }
+
+const columns: Record<string, string>[] = []
+for (const binary of binaries) {
+  const figures: Record<string, string> = {}
+  for (const part of PARTS) {
+    const run = ATTACKS[part]
+    if (!run) throw new Error(`unknown part ${part}`)
+    const got = await run(binary)
+    for (const [k, v] of Object.entries(got)) {
+      figures[k] = v
+      console.log(`[${binary}] ${k}: ${v}`)
+    }
+  }
+  columns.push(figures)
+}
+
+console.log(`\n| figure | ${binaries.join(' | ')} |\n|---|${binaries.map(() => '---').join('|')}|`)
+for (const k of Object.keys(columns[0])) console.log(`| ${k} | ${columns.map((c) => c[k] ?? '').join(' | ')} |`)

@@ -140,6 +140,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     onBackgroundError: (err) => logger.warn('last-active update failed', { error: String(err) }),
   })
   const exemptAddresses = parseAddressList(config.rateLimits.addressExempt)
+  const trustedProxies = config.trustProxy ? parseAddressList(config.trustProxy, 'RELAY_TRUST_PROXY') : null
   const preauth = new PreAuthBudget({ ...config.preauth, addressPerMin: config.rateLimits.addressPerMin }, clock)
   const agents = new AgentsService(storage, clock, signals)
   signals.onAgentGone((publicKey) => authenticator.forget(publicKey))
@@ -287,7 +288,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       // WebSocket handshakes on /v1/ws go to the socket hub; everything else to the HTTP pipeline
       fetch: (request, srv) => {
-        const address = clientAddress(request, srv.requestIP(request)?.address, config.trustProxy, exemptAddresses)
+        const address = clientAddress(request, srv.requestIP(request)?.address, trustedProxies, exemptAddresses)
         setClientAddress(request, address)
         const ws = features.realtime.upgrade(request, srv)
         return ws === null ? handle(request, address) : ws

@@ -101,7 +101,8 @@ export class RelaySocket {
   /** Connects and authenticates; rejects with RelayApiError when the relay refuses the auth frame. */
   static async connect(transport: Transport, opts: SocketOptions = {}): Promise<RelaySocket> {
     const Ctor = await webSocketConstructor(opts)
-    const ws = new Ctor(wsUrl(transport.baseUrl))
+    // the key as a hint: a relay keeps a reserve of handshakes for keys that authenticated before
+    const ws = new Ctor(`${wsUrl(transport.baseUrl)}?key=${transport.keys.publicKey}`)
     const socket = new RelaySocket(ws)
     const timeoutMs = opts.connectTimeoutMs ?? 10_000
     await new Promise<void>((resolve, reject) => {

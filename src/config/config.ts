@@ -11,13 +11,14 @@ export interface Config {
   rateLimits: { sendPerMin: number; pollPerMin: number; requestsPerMin: number; addressPerMin: number; addressExempt: string; newAgentsPerHour: number }
   /** Cost allowed before a request or socket is authenticated. */
   preauth: { memoryBytes: number; memoryPerAddressBytes: number; bodyTimeoutMs: number; diskBytes: number }
-  trustProxy: boolean
+  /** Proxies (IPs, CIDR ranges; comma-separated) trusted for X-Forwarded-For; empty: none. */
+  trustProxy: string
   blobs: { store: string; maxSizeBytes: number; quotaBytes: number; totalQuotaBytes: number; minFreeDiskBytes: number; unattachedTtlMs: number }
   admission: { mode: 'open' | 'allowlist' | 'existing'; maxAgents: number }
   /** Keys that may call /v1/admin (and are always admitted). */
   admin: { keys: string[] }
   messages: { expiredRetentionMs: number }
-  ws: { maxConnections: number; pingIntervalMs: number; authTimeoutMs: number }
+  ws: { maxConnections: number; pingIntervalMs: number; authTimeoutMs: number; preauthPerAddress: number; preauthMax: number }
   webhooks: {
     retryDelaysMs: number[]
     timeoutMs: number

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { isPublicKey } from '../auth/keys.ts'
+import { parseAddressList } from '../lib/address-key.ts'
 import { parseDurationMs, parseSizeBytes } from '../lib/units.ts'
 import type { Config, ConfigOverrides } from './config.ts'
 import { OPTIONS, type OptionSpec } from './options.ts'
@@ -194,7 +195,26 @@ export async function loadConfig(input: LoadInput = {}): Promise<Config> {
     setPath(config, fieldPath(spec), parseValue(spec, raw, source))
   }
   config.dataDir = resolve(cwd, config.dataDir)
+  checkAddressLists(config as Config)
   return config as Config
+}
+
+/**
+ * The exempt and trusted-proxy lists must parse, and neither may cover every address. `true` for the
+ * trusted proxies is refused rather than read as "any peer": that would let every client that reaches
+ * the relay directly pick its own address in X-Forwarded-For.
+ */
+export function checkAddressLists(config: Pick<Config, 'trustProxy' | 'rateLimits'>): void {
+  if (/^(true|yes|on|1)$/i.test(config.trustProxy)) {
+    throw new ConfigError('RELAY_TRUST_PROXY: name the proxy\'s address (e.g. 127.0.0.1,::1), not "true": any peer could then choose its own address')
+  }
+  if (/^(false|no|off|0)$/i.test(config.trustProxy)) config.trustProxy = ''
+  try {
+    parseAddressList(config.rateLimits.addressExempt, 'RELAY_RATE_ADDRESS_EXEMPT')
+    parseAddressList(config.trustProxy, 'RELAY_TRUST_PROXY')
+  } catch (err) {
+    throw new ConfigError((err as Error).message)
+  }
 }
 
 /** Defaults with overrides merged one level deep; for tests and embedding. */

@@ -30,11 +30,24 @@ const MAX_EARLY_BYTES = MAX_FRAME_BYTES
 /** The largest first frame: an auth frame is a few hundred bytes; anything bigger fails authentication. */
 export const MAX_AUTH_FRAME_BYTES = 4096
 /**
- * What an unauthenticated socket is counted as against the pre-auth memory budget: the runtime buffers
- * an unfinished frame of up to MAX_FRAME_BYTES before the hub sees any of it, and the hub cannot look
- * inside, so each socket reserves that much from its upgrade until it authenticates or closes.
+ * What an unauthenticated socket is counted as against the pre-auth memory budget: room for its auth
+ * frame, all a well-behaved client sends before authenticating. A silent socket costs a connection and
+ * this, not a whole frame; how many a stranger may hold is capped by count (per address and relay-wide),
+ * which is what bounds the unfinished frames the runtime may buffer unseen.
  */
-const PREAUTH_SOCKET_BYTES = MAX_FRAME_BYTES
+const PREAUTH_SOCKET_BYTES = MAX_AUTH_FRAME_BYTES
+/** Unauthenticated sockets one client address may hold at once (beyond it: 429). */
+export const DEFAULT_PREAUTH_SOCKETS_PER_ADDRESS = 4
+/**
+ * Unauthenticated sockets over all clients (beyond it: 503). The runtime accepts frames of up to 2 MiB
+ * from any socket and buffers one still arriving where the hub cannot see it, so this count is what
+ * bounds that memory: 128 × 2 MiB at worst (measured: about 2 MiB of RSS per socket stalled in a frame).
+ */
+export const DEFAULT_PREAUTH_SOCKETS = 128
+/** The share of the relay-wide count that only handshakes naming a key known here may use. */
+const KNOWN_KEY_RESERVE = 0.25
+/** Keys remembered as known (they authenticated a socket here), oldest forgotten first. */
+const KNOWN_KEYS_MAX = 100_000
 /** How long a graceful stop waits for clients to answer the close frame. */
 const CLOSE_GRACE_MS = 1000
 
@@ -42,6 +55,10 @@ export interface HubOptions {
   maxConnections: number
   pingIntervalMs: number
   authTimeoutMs: number
+  /** Unauthenticated sockets per client address (default DEFAULT_PREAUTH_SOCKETS_PER_ADDRESS; 0 = no cap). */
+  preauthSocketsPerAddress?: number
+  /** Unauthenticated sockets relay-wide (default DEFAULT_PREAUTH_SOCKETS; 0 = no cap), a quarter kept for known keys. */
+  preauthSockets?: number
 }
 
 export interface HubDeps {
@@ -64,6 +81,8 @@ interface SocketData {
   hold?: PreAuthHold
   /** The client address per-address limits count (null: exempt or in process). */
   address?: string | null
+  /** Whether the socket still counts as unauthenticated (released once: on auth or close). */
+  pending?: boolean
 }
 
 const byteLength = (data: string | Uint8Array) => (typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength)
@@ -82,6 +101,11 @@ export class SocketHub {
   private pingTimer: ReturnType<typeof setInterval> | undefined
   private allClosed: (() => void) | null = null
   private readonly source: PushSource
+  /** Unauthenticated sockets per client address, and over all clients. */
+  private readonly pendingBy = new Map<string, number>()
+  private pendingTotal = 0
+  /** Keys that authenticated a socket here (insertion order = least recently seen first). */
+  private readonly knownKeys = new Map<string, true>()
 
   constructor(
     private readonly deps: HubDeps,
@@ -140,20 +164,86 @@ export class SocketHub {
     if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') return null
     if (pathOnly(request.url) !== WS_PATH) return null
     if (this.closing) return new RelayError('service_unavailable', 'The relay is stopping')
-    // the address's request rate and the unfinished frame the runtime may buffer, before upgrading
-    let hold: PreAuthHold | undefined
     const address = clientAddressOf(request)
+    const refused = this.takePending(address, this.namesKnownKey(request.url))
+    if (refused) return refused
+    // the address's request rate and room for the auth frame, before upgrading
+    let hold: PreAuthHold | undefined
     try {
       this.deps.preauth?.admit(address)
       hold = this.deps.preauth?.open(address, 'socket')
       hold?.take(PREAUTH_SOCKET_BYTES)
     } catch (err) {
       hold?.release()
+      this.givePending(address)
       return asRelayError(err)
     }
-    if (server.upgrade(request, { data: { conn: null, hold, address } })) return true
+    if (server.upgrade(request, { data: { conn: null, hold, address, pending: true } })) return true
     hold?.release()
+    this.givePending(address)
     return new RelayError('bad_request', 'Invalid WebSocket handshake')
+  }
+
+  /** Unauthenticated sockets right now: over all clients, and of one address (tests, health). */
+  pendingSockets(address?: string): number {
+    return address === undefined ? this.pendingTotal : (this.pendingBy.get(address) ?? 0)
+  }
+
+  /**
+   * A handshake may name its key (`/v1/ws?key=<public key>`, a hint only: authentication is still the
+   * auth frame). A key that authenticated a socket here before may use the reserve strangers cannot.
+   */
+  private namesKnownKey(url: string): boolean {
+    const q = url.indexOf('?key=') >= 0 ? url.indexOf('?key=') : url.indexOf('&key=')
+    if (q < 0) return false
+    const start = q + 5
+    const end = url.indexOf('&', start)
+    // public keys are base64url: nothing to decode, and anything else is not a known key
+    return this.knownKeys.has(url.slice(start, end < 0 ? undefined : end))
+  }
+
+  /** Counts one unauthenticated socket, or returns why not (429 for the address, 503 for the relay). */
+  private takePending(address: string | null, known: boolean): RelayError | null {
+    const perAddress = this.opts.preauthSocketsPerAddress ?? DEFAULT_PREAUTH_SOCKETS_PER_ADDRESS
+    const total = this.opts.preauthSockets ?? DEFAULT_PREAUTH_SOCKETS
+    const mine = address === null ? 0 : (this.pendingBy.get(address) ?? 0)
+    if (address !== null && perAddress > 0 && mine >= perAddress) {
+      return new RelayError(
+        'rate_limit_exceeded',
+        `Too many unauthenticated WebSockets from your address: at most ${perAddress}; authenticate or retry shortly`,
+        { limit: perAddress, retry_after: 1 },
+        { 'Retry-After': '1' },
+      )
+    }
+    const ceiling = known ? total : Math.floor(total * (1 - KNOWN_KEY_RESERVE))
+    if (total > 0 && this.pendingTotal >= ceiling) {
+      return new RelayError('service_unavailable', 'The relay is busy; retry shortly', { retry_after: 1 }, { 'Retry-After': '1' })
+    }
+    this.pendingTotal++
+    if (address !== null) this.pendingBy.set(address, mine + 1)
+    return null
+  }
+
+  private givePending(address: string | null): void {
+    this.pendingTotal--
+    if (address === null) return
+    const left = (this.pendingBy.get(address) ?? 0) - 1
+    if (left > 0) this.pendingBy.set(address, left)
+    else this.pendingBy.delete(address)
+  }
+
+  /** The socket no longer counts as unauthenticated: its budget and its place in the counts go back. */
+  private settle(ws: Socket): void {
+    ws.data.hold?.release()
+    if (!ws.data.pending) return
+    ws.data.pending = false
+    this.givePending(ws.data.address ?? null)
+  }
+
+  private rememberKey(publicKey: string): void {
+    this.knownKeys.delete(publicKey)
+    this.knownKeys.set(publicKey, true)
+    if (this.knownKeys.size > KNOWN_KEYS_MAX) this.knownKeys.delete(this.knownKeys.keys().next().value as string)
   }
 
   /** Authenticated connections (metrics, health). */
@@ -175,6 +265,7 @@ export class SocketHub {
       status: 'ok' as const,
       open_sockets: this.sockets.size,
       authenticated: this.authenticatedCount,
+      unauthenticated: this.pendingTotal,
       agents: this.byAgent.size,
       slow_consumers: congested,
       buffered_bytes: buffered,
@@ -224,7 +315,7 @@ export class SocketHub {
   }
 
   private onClose(ws: Socket, code: number): void {
-    ws.data.hold?.release()
+    this.settle(ws)
     const conn = ws.data.conn
     if (!conn) return
     ws.data.conn = null
@@ -316,7 +407,8 @@ export class SocketHub {
         const early = conn.early
         conn.early = []
         for (const f of early) if (conn.isOpen) this.onFrame(conn, f)
-        ws.data.hold?.release()
+        this.settle(ws)
+        this.rememberKey(agent.publicKey)
       },
       (err) => {
         if (!(err instanceof RelayError)) this.deps.logger.error('websocket authentication failed unexpectedly', { error: String(err) })
@@ -326,7 +418,7 @@ export class SocketHub {
   }
 
   private failAuth(conn: Connection, ws: Socket, err: RelayError): void {
-    ws.data.hold?.release()
+    this.settle(ws)
     conn.state = 'closed'
     clearTimeout(conn.authTimer)
     ws.send(frames.authError(err.code, err.message))

@@ -40,7 +40,13 @@ export function installRealtime(ctx: FeatureContext, messagesFeature: MessagesFe
       preauth: ctx.preauth,
       onDelivered: () => delivered.inc({ channel: 'websocket' }),
     },
-    { maxConnections: config.ws.maxConnections, pingIntervalMs: config.ws.pingIntervalMs, authTimeoutMs: config.ws.authTimeoutMs },
+    {
+      maxConnections: config.ws.maxConnections,
+      pingIntervalMs: config.ws.pingIntervalMs,
+      authTimeoutMs: config.ws.authTimeoutMs,
+      preauthSocketsPerAddress: config.ws.preauthPerAddress,
+      preauthSockets: config.ws.preauthMax,
+    },
   )
   metrics.gauge({ ...METRICS.websocketConnections, collect: () => hub.authenticatedCount })
   ctx.health.component('websocket', () => hub.report())

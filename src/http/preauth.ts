@@ -5,10 +5,8 @@
  * the relay answers at once (429 for one address, 503 for the whole relay, both with Retry-After)
  * instead of buffering. Per-agent limits apply after authentication, as before.
  */
-import { BlockList, isIP } from 'node:net'
 import { RelayError } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
-import { parseV6, unbracket } from '../lib/ip.ts'
 
 export interface PreAuthLimits {
   /** Bytes held for unauthenticated requests and sockets over all clients (0 = no limit). */
@@ -33,66 +31,8 @@ export const setClientAddress = (request: Request, address: string | null): void
 /** The client address of a request, or null when it came from an in-process caller. */
 export const clientAddressOf = (request: Request): string | null => clientAddresses.get(request) ?? null
 
-/**
- * The address that per-address limits count: the socket's remote address, or — only when the operator
- * says a proxy sets it — the last X-Forwarded-For entry (the one that proxy appended; entries before it
- * come from the client and prove nothing).
- */
-export function clientAddress(request: Request, socketAddress: string | null | undefined, trustProxy: boolean, exempt?: BlockList): string | null {
-  let address = socketAddress ?? null
-  if (trustProxy) {
-    const forwarded = request.headers.get('x-forwarded-for')
-    const last = forwarded?.split(',').pop()?.trim()
-    if (last) address = last
-  }
-  if (!address) return null
-  // the operator's own machines: counted in the relay-wide budget only, like an in-process caller
-  if (exempt && isExempt(exempt, address)) return null
-  return addressKey(address)
-}
-
-function isExempt(list: BlockList, address: string): boolean {
-  const a = unbracket(address)
-  const family = isIP(a)
-  if (family === 0) return false
-  return list.check(a, family === 4 ? 'ipv4' : 'ipv6')
-}
-
-/**
- * Parses the addresses exempt from per-address limits: IPs and CIDR ranges, comma-separated.
- * Throws a one-line Error naming the entry that is neither.
- */
-export function parseAddressList(text: string): BlockList {
-  const list = new BlockList()
-  for (const raw of text.split(',')) {
-    const entry = raw.trim()
-    if (!entry) continue
-    const [ip, bits] = entry.split('/')
-    const family = isIP(ip)
-    const prefix = bits === undefined ? null : Number(bits)
-    const max = family === 4 ? 32 : 128
-    if (family === 0 || (prefix !== null && (!Number.isInteger(prefix) || prefix < 0 || prefix > max))) {
-      throw new Error(`RELAY_RATE_ADDRESS_EXEMPT: "${entry}" is not an IP address or CIDR range`)
-    }
-    const type = family === 4 ? 'ipv4' : 'ipv6'
-    if (prefix === null) list.addAddress(ip, type)
-    else list.addSubnet(ip, prefix, type)
-  }
-  return list
-}
-
-/**
- * The key an address is counted under: IPv4 as is (also when mapped into IPv6); IPv6 by its /64
- * prefix, since one subscriber usually holds a whole /64 and could otherwise rotate addresses freely.
- */
-export function addressKey(address: string): string {
-  const a = unbracket(address.trim().toLowerCase().slice(0, 64))
-  if (!a.includes(':')) return a
-  const g = parseV6(a)
-  if (!g) return a
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff].join('.')
-  return `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`
-}
+// which client a request counts against (proxies, exemptions, IPv6 prefixes): lib/address-key.ts
+export { addressKey, clientAddress, parseAddressList } from '../lib/address-key.ts'
 
 /**
  * What is held: request bodies and WebSocket handshakes each have their own share per address, so a

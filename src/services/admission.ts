@@ -32,6 +32,8 @@ export interface AdmissionOptions {
 }
 
 const HOUR_MS = 3_600_000
+/** Addresses whose new agents are counted; beyond it the least recently seen is forgotten. */
+const CREATED_MAX = 100_000
 
 /** The admission options of a configuration. */
 export function admissionOptions(config: Config): AdmissionOptions {
@@ -82,10 +84,21 @@ export class AdmissionService implements AdmissionGate {
     }
     if (known) return
     if (mode === 'existing') throw refused('This relay admits no new agents')
-    if (maxAgents > 0 && (await this.storage.agents.count()) >= maxAgents) {
-      throw refused(`This relay holds its maximum of ${maxAgents} agents and admits no new ones`, { max_agents: maxAgents })
-    }
+    // an early refusal that stores nothing; the exact check is the creation itself (capFor)
+    if (maxAgents > 0 && (await this.storage.agents.count()) >= maxAgents) throw this.capReached(maxAgents)
     if (address) this.countNewAgent(address)
+  }
+
+  /**
+   * The agent cap for creating `publicKey` (0: none; operator keys are never counted against it).
+   * The authenticator creates under it atomically, so concurrent new keys never overshoot.
+   */
+  capFor(publicKey: string): number {
+    return this.adminKeys.has(publicKey) ? 0 : this.options.maxAgents
+  }
+
+  capReached(max: number): RelayError {
+    return refused(`This relay holds its maximum of ${max} agents and admits no new ones`, { max_agents: max })
   }
 
   /** Whether `publicKey` may store anything now (blob uploads decide before reading a byte). */
@@ -134,10 +147,15 @@ export class AdmissionService implements AdmissionGate {
     const hour = Math.floor(this.clock.now() / HOUR_MS)
     const entry = this.created.get(address)
     if (!entry || entry.hour !== hour) {
-      if (this.created.size > 100_000) this.created.clear()
+      // oldest first: an address counted again moves to the end, so the one evicted at the cap is
+      // the address seen least recently, never every address at once
+      this.created.delete(address)
       this.created.set(address, { hour, n: 1 })
+      while (this.created.size > CREATED_MAX) this.created.delete(this.created.keys().next().value as string)
       return
     }
+    this.created.delete(address)
+    this.created.set(address, entry)
     if (entry.n >= limit) {
       const retryAfter = Math.max(1, Math.ceil(((hour + 1) * HOUR_MS - this.clock.now()) / 1000))
       throw new RelayError(

@@ -56,6 +56,10 @@ const SIGNATURE_ID_CHARS = 22
  */
 export interface AdmissionGate {
   check(publicKey: string, known: boolean, address?: string | null): Promise<void> | void
+  /** The most agent records the relay holds when `publicKey` is created (0 = no cap). */
+  capFor?(publicKey: string): number
+  /** The refusal when the cap stopped `publicKey` from being created. */
+  capReached?(max: number): Error
 }
 
 export interface AuthenticatorDeps {
@@ -172,7 +176,7 @@ export class Authenticator {
   /** Step 5: the agent record, created with defaults on first sight; suspended agents are refused. */
   private async resolveAgent(publicKey: string, known: AgentRecord | null): Promise<AgentRecord> {
     const now = this.clock.now()
-    const agent = known ?? (await this.agents.create(publicKey, now))
+    const agent = known ?? (await this.createAgent(publicKey, now))
     if (agent.status === 'suspended') throw new RelayError('agent_suspended', 'This agent is suspended')
     const last = this.lastTouch.get(publicKey) ?? agent.lastActiveAt
     if (now - last >= TOUCH_INTERVAL_MS) {
@@ -185,6 +189,15 @@ export class Authenticator {
       this.lastTouch.set(publicKey, last)
     }
     return agent
+  }
+
+  /** A new agent record; under a cap on agent records the count and the insert are one atomic step. */
+  private async createAgent(publicKey: string, now: number): Promise<AgentRecord> {
+    const max = this.admission?.capFor?.(publicKey) ?? 0
+    if (max <= 0) return this.agents.create(publicKey, now)
+    const agent = await this.agents.createCapped(publicKey, now, max)
+    if (agent) return agent
+    throw this.admission?.capReached?.(max) ?? new RelayError('forbidden', `This relay holds its maximum of ${max} agents`)
   }
 
   /** Forgets coalescing state of a deleted agent. */

@@ -38,6 +38,11 @@ export interface AgentStore {
   find(publicKey: string): Promise<AgentRecord | null>
   /** Creates an agent with the default profile unless it exists; returns the stored record. */
   create(publicKey: string, now: number): Promise<AgentRecord>
+  /**
+   * Like `create`, but only while fewer than `maxAgents` records exist, decided atomically with the
+   * insert (concurrent calls never overshoot, on any instance); null when the cap refused a new key.
+   */
+  createCapped(publicKey: string, now: number, maxAgents: number): Promise<AgentRecord | null>
   updateProfile(publicKey: string, fields: AgentProfileFields, now: number): Promise<void>
   /** Records activity (last_active_at). Callers coalesce; a cached record shows it at once. */
   touch(publicKey: string, now: number): Promise<void>

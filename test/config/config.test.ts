@@ -21,7 +21,9 @@ describe('defaults', () => {
     expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120, requestsPerMin: 600, addressPerMin: 600, addressExempt: '127.0.0.0/8,::1', newAgentsPerHour: 100 })
     expect(c.admission).toEqual({ mode: 'open', maxAgents: 0 })
     expect(c.preauth).toEqual({ memoryBytes: 40 * 1024 ** 2, memoryPerAddressBytes: 8 * 1024 ** 2, bodyTimeoutMs: 30_000, diskBytes: 256 * 1024 ** 2 })
-    expect(c.trustProxy).toBe(false)
+    expect(c.trustProxy).toBe('')
+    expect(c.ws.preauthPerAddress).toBe(4)
+    expect(c.ws.preauthMax).toBe(128)
     expect(c.blobs).toEqual({ store: '', maxSizeBytes: 100 * 1024 ** 2, quotaBytes: 1024 ** 3, totalQuotaBytes: 0, minFreeDiskBytes: 128 * 1024 ** 2, unattachedTtlMs: 86_400_000 })
     expect(c.messages.expiredRetentionMs).toBe(7 * 86_400_000)
     expect(c.ws.maxConnections).toBe(5)
@@ -111,6 +113,13 @@ describe('a bad value stops start-up with one line naming the variable', () => {
     [{ RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'perhaps' }, 'RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS'],
     [{ RELAY_WS_MAX_CONNECTIONS: '0' }, 'RELAY_WS_MAX_CONNECTIONS'],
     [{ RELAY_METRICS_ADDR: 'nohost' }, 'RELAY_METRICS_ADDR'],
+    [{ RELAY_TRUST_PROXY: 'true' }, 'RELAY_TRUST_PROXY'],
+    [{ RELAY_TRUST_PROXY: '0.0.0.0/0' }, 'RELAY_TRUST_PROXY'],
+    [{ RELAY_TRUST_PROXY: '127.0.0.1, ::/0' }, 'RELAY_TRUST_PROXY'],
+    [{ RELAY_TRUST_PROXY: 'proxy.local' }, 'RELAY_TRUST_PROXY'],
+    [{ RELAY_RATE_ADDRESS_EXEMPT: '0.0.0.0/0' }, 'RELAY_RATE_ADDRESS_EXEMPT'],
+    [{ RELAY_RATE_ADDRESS_EXEMPT: '::/0' }, 'RELAY_RATE_ADDRESS_EXEMPT'],
+    [{ RELAY_WS_PREAUTH_PER_ADDRESS: '-1' }, 'RELAY_WS_PREAUTH_PER_ADDRESS'],
   ]
   for (const [env, name] of bad) {
     test(`${name}=${Object.values(env)[0]}`, async () => {
@@ -123,6 +132,11 @@ describe('a bad value stops start-up with one line naming the variable', () => {
       expect(err.message).not.toContain('\n')
     })
   }
+  test('RELAY_TRUST_PROXY takes the proxies\' addresses; false or empty means none', async () => {
+    expect((await loadConfig({ cwd: dir, env: { RELAY_TRUST_PROXY: '127.0.0.1, ::1' } })).trustProxy).toBe('127.0.0.1, ::1')
+    expect((await loadConfig({ cwd: dir, env: { RELAY_TRUST_PROXY: 'false' } })).trustProxy).toBe('')
+    expect((await loadConfig({ cwd: dir, env: { RELAY_TRUST_PROXY: '' } })).trustProxy).toBe('')
+  })
   test('an unknown key in the config file', async () => {
     const f = join(dir, 'typo.config.ts')
     writeFileSync(f, `export default { prot: 1 }\n`)

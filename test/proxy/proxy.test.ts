@@ -9,11 +9,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import { createHash } from 'node:crypto'
-import { mkdirSync, openSync, readdirSync, rmSync, writeSync, closeSync } from 'node:fs'
+import { mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateKeyPair, signRequest, signWsAuth } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
-import { buildBinary, freePort, startBinary, type RunningBinary } from '../support/binary.ts'
+import { ROOT, buildBinary, freePort, startBinary, type RunningBinary } from '../support/binary.ts'
 import { tempDir } from '../support/harness.ts'
 import { requireProgram } from '../support/requires.ts'
 import { rawRequest, startRecorder } from './raw-http.ts'
@@ -33,12 +33,23 @@ const TRICKY_TARGETS = [
 
 const MIB = 1024 * 1024
 
+/** RELAY_TRUST_PROXY as the shipped systemd unit sets it. */
+const SHIPPED_TRUST_PROXY = /^Environment=RELAY_TRUST_PROXY=(.+)$/m.exec(readFileSync(join(ROOT, 'deploy/relay.service'), 'utf8'))?.[1] ?? ''
+/** New agents per address per hour in these tests: small, to see the limit hold. */
+const NEW_AGENTS_PER_HOUR = 2
+
 let relay: RunningBinary
 let work: string
 beforeAll(async () => {
   work = tempDir('relay-proxy-')
   await buildBinary()
-  relay = await startBinary({ cwd: work, dataDir: join(work, 'data') })
+  // the unit's RELAY_TRUST_PROXY; test clients come from other loopback addresses (127.0.7.x), which
+  // stand for internet clients here, so only the proxy's own 127.0.0.1 and ::1 stay exempt
+  relay = await startBinary({
+    cwd: work,
+    dataDir: join(work, 'data'),
+    env: { RELAY_TRUST_PROXY: SHIPPED_TRUST_PROXY, RELAY_RATE_ADDRESS_EXEMPT: '127.0.0.1,::1', RELAY_RATE_NEW_AGENTS_PER_HOUR: String(NEW_AGENTS_PER_HOUR) },
+  })
 }, 180_000)
 afterAll(async () => {
   relay?.proc.kill('SIGTERM')
@@ -129,6 +140,26 @@ for (const kind of PROXIES) {
       await waitFor('pong')
       expect((await peer.transport.json<any>('GET', `/v1/messages/${sent.message_id}/status`)).status).toBe('delivered')
       ws.close()
+    }, 60_000)
+
+    test('per-address limits hold through the proxy: the client address counts, not the proxy\'s nor a forged one', async () => {
+      expect(SHIPPED_TRUST_PROXY).toBe('127.0.0.1,::1')
+      const n = PROXIES.indexOf(kind)
+      const fresh = (from: string, headers: Record<string, string> = {}) => {
+        const keys = generateKeyPair()
+        const target = `/v1/agents/${keys.publicKey}`
+        return rawRequest(port, 'GET', target, { ...signRequest(keys, 'GET', target, ''), ...headers }, '', from)
+      }
+      const a = `127.0.7.${1 + n * 10}`
+      for (let i = 0; i < NEW_AGENTS_PER_HOUR; i++) expect((await fresh(a)).status).toBe(200)
+      const over = await fresh(a)
+      expect(over.status).toBe(429)
+      expect(JSON.parse(over.body).error.message).toMatch(/new agents from your address/)
+      // a forged X-Forwarded-For changes nothing: the proxy's entry (the real client) is the last one
+      expect((await fresh(a, { 'X-Forwarded-For': '203.0.113.7' })).status).toBe(429)
+      expect((await fresh(a, { 'X-Forwarded-For': '203.0.113.8, 198.51.100.9' })).status).toBe(429)
+      // another client address has its own count
+      expect((await fresh(`127.0.7.${2 + n * 10}`)).status).toBe(200)
     }, 60_000)
 
     test('a 100 MiB upload streams through and downloads back intact', async () => {

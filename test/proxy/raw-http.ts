@@ -26,9 +26,9 @@ function dechunk(body: Buffer): Buffer {
 }
 
 /** Sends one request with `target` written as given on the request line; reads the whole answer. */
-export function rawRequest(port: number, method: string, target: string, headers: object = {}, body = ''): Promise<RawResponse> {
+export function rawRequest(port: number, method: string, target: string, headers: object = {}, body = '', localAddress?: string): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
+    const socket = connect({ port, host: '127.0.0.1', localAddress })
     const chunks: Buffer[] = []
     socket.on('data', (c: Buffer) => chunks.push(c))
     socket.on('error', reject)

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { generateKeyPair, signRequest } from '../../src/auth/sign.ts'
 import type { ConfigOverrides } from '../../src/config/config.ts'
-import { addressKey, clientAddress } from '../../src/http/preauth.ts'
+import { addressKey, clientAddress, parseAddressList } from '../../src/lib/address-key.ts'
 import { startTestRelay, type TestRelay } from '../support/harness.ts'
 import { until } from '../support/ws.ts'
 import { RawConnection, head } from './raw-http.ts'
@@ -203,7 +203,7 @@ describe('per-address request rate, before any signature', () => {
   })
 
   test('behind a trusted proxy the last X-Forwarded-For entry is the address', async () => {
-    const { t, port } = await listening({ rateLimits: { addressPerMin: 1 }, trustProxy: true })
+    const { t, port } = await listening({ rateLimits: { addressPerMin: 1 }, trustProxy: '127.0.0.1' })
     const path = `/v1/agents/${generateKeyPair().publicKey}`
     const ask = async (xff: string) => {
       const c = await connection(port)
@@ -216,17 +216,54 @@ describe('per-address request rate, before any signature', () => {
     expect(await ask('198.51.100.2')).toBe(401)
   })
 
-  test('address keys: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by /64', () => {
+  test('behind a proxy that is not trusted, X-Forwarded-For is ignored', async () => {
+    // the trusted proxy is another machine: a client reaching the relay directly picks nothing
+    const { t, port } = await listening({ rateLimits: { addressPerMin: 1 }, trustProxy: '192.0.2.10' })
+    const path = `/v1/agents/${generateKeyPair().publicKey}`
+    const ask = async (xff: string) => {
+      const c = await connection(port, '127.0.0.7')
+      await c.write(head('GET', path, { ...forged(t), 'X-Forwarded-For': xff }))
+      return (await c.answer()).status
+    }
+    expect(await ask('198.51.100.1')).toBe(401)
+    expect(await ask('198.51.100.2')).toBe(429)
+  })
+
+  test('address keys: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by /56 (every /64 inside it is one key)', () => {
     expect(addressKey('192.0.2.1')).toBe('192.0.2.1')
     expect(addressKey('::ffff:192.0.2.1')).toBe('192.0.2.1')
-    expect(addressKey('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64')
+    expect(addressKey('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:0::/56')
     expect(addressKey('2001:db8:1:2::9')).toBe(addressKey('2001:db8:1:2:ffff::1'))
-    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64')
-    expect(addressKey('[::1]')).toBe('0:0:0:0::/64')
-    const req = new Request('http://x/', { headers: { 'x-forwarded-for': '10.0.0.1, 192.0.2.4' } })
-    expect(clientAddress(req, '127.0.0.1', false)).toBe('127.0.0.1')
-    expect(clientAddress(req, '127.0.0.1', true)).toBe('192.0.2.4')
-    expect(clientAddress(new Request('http://x/'), null, true)).toBeNull()
+    // 100 /64s of one /56 (the fourth group's low byte) are one key; the next /56 is another
+    const keys = new Set(Array.from({ length: 100 }, (_, i) => addressKey(`2001:db8:1:${(0x3400 + i).toString(16)}::1`)))
+    expect([...keys]).toEqual(['2001:db8:1:3400::/56'])
+    expect(addressKey('2001:db8:1:3500::1')).toBe('2001:db8:1:3500::/56')
+    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/56')
+    expect(addressKey('[::1]')).toBe('0:0:0:0::/56')
+  })
+
+  test('X-Forwarded-For counts only from a trusted proxy, and only when its last entry is a plain IP', () => {
+    const req = (xff: string) => new Request('http://x/', { headers: { 'x-forwarded-for': xff } })
+    const proxies = parseAddressList('127.0.0.1,::1', 'RELAY_TRUST_PROXY')
+    expect(clientAddress(req('10.0.0.1, 192.0.2.4'), '127.0.0.1', null)).toBe('127.0.0.1')
+    expect(clientAddress(req('10.0.0.1, 192.0.2.4'), '127.0.0.1', proxies)).toBe('192.0.2.4')
+    expect(clientAddress(req('10.0.0.1, 192.0.2.4'), '::1', proxies)).toBe('192.0.2.4')
+    // a peer that is not the proxy names nobody but itself
+    expect(clientAddress(req('192.0.2.4'), '198.51.100.3', proxies)).toBe('198.51.100.3')
+    // not a plain IP: the socket's address counts
+    for (const bad of ['evil', '192.0.2.4:8080', '192.000.2.4', '[2001:db8::1]', '2001:db8::1]:443', '', 'unknown', '192.0.2.4 x']) {
+      expect(clientAddress(req(`10.0.0.1, ${bad}`), '127.0.0.1', proxies)).toBe('127.0.0.1')
+    }
+    expect(clientAddress(new Request('http://x/'), null, proxies)).toBeNull()
+  })
+
+  test('a list covering every address is refused, for exemptions and trusted proxies alike', () => {
+    for (const all of ['0.0.0.0/0', '::/0', '10.0.0.1, 0.0.0.0/0']) {
+      expect(() => parseAddressList(all, 'RELAY_TRUST_PROXY')).toThrow(/covers every address/)
+    }
+    expect(() => parseAddressList('true', 'RELAY_TRUST_PROXY')).toThrow(/RELAY_TRUST_PROXY: "true" is not an IP/)
+    expect(() => parseAddressList('10.0.0.0/', 'RELAY_RATE_ADDRESS_EXEMPT')).toThrow(/not an IP address or CIDR/)
+    expect(parseAddressList('10.0.0.0/8, ::1').check('10.1.2.3')).toBe(true)
   })
 })
 

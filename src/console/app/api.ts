@@ -143,7 +143,7 @@ export class LiveSocket {
   private connect(): void {
     if (this.stopped) return
     this.handlers.onState('connecting')
-    const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/ws`)
+    const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/ws?key=${this.id.publicKey}`)
     this.ws = ws
     ws.addEventListener('open', async () => {
       const ts = timestamp()

@@ -146,6 +146,24 @@ export class PgAgentStore implements AgentStore {
     return (await this.find(publicKey)) as AgentRecord
   }
 
+  /**
+   * Runs in a transaction (TX_WRITES): one relay-wide advisory lock serialises capped creations on
+   * every instance, so the count each one reads includes every insert committed before it.
+   */
+  async createCapped(publicKey: string, now: number, maxAgents: number): Promise<AgentRecord | null> {
+    const existing = await this.find(publicKey)
+    if (existing) return existing
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', ['relay.agents.cap'])
+    const inserted = await one<AgentRecord>(
+      this.db,
+      `INSERT INTO agents (public_key, created_at, updated_at, last_active_at) SELECT $1, $2, $2, $2
+       WHERE (SELECT count(*) FROM agents) < $3
+       ON CONFLICT (public_key) DO NOTHING RETURNING ${AGENT_COLUMNS}`,
+      [publicKey, now, maxAgents],
+    )
+    return inserted ?? (await this.find(publicKey))
+  }
+
   async updateProfile(publicKey: string, fields: AgentProfileFields, now: number): Promise<void> {
     const names = (Object.keys(fields) as (keyof AgentProfileFields)[]).filter((k) => fields[k] !== undefined).sort()
     const sets = names.map((n, i) => `${PROFILE_COLUMNS[n]} = $${i + 3}`)

@@ -34,7 +34,7 @@ export interface PostgresStorageOptions {
  * its own. Every other method is one statement, atomic on the pool.
  */
 const TX_WRITES: { [K in keyof Stores]?: readonly string[] } & { admission?: readonly string[] } = {
-  agents: ['updateProfile'],
+  agents: ['updateProfile', 'createCapped'],
   messages: ['insert', 'expireBatch'],
   blobs: ['claimContent', 'markContentDeleting'],
   webhooks: ['delete', 'claimDue', 'addFailure', 'removeFor'],

@@ -40,6 +40,7 @@ export class SqliteAgentStore implements AgentStore {
   private readonly byKey: Statement<AgentRecord, [string]>
   private readonly changed: Statement<AgentChange, [number]>
   private readonly insertStmt: Statement<unknown, [string, number, number, number]>
+  private readonly insertCappedStmt: Statement<unknown, [string, number, number]>
   private readonly touchStmt: Statement<unknown, [number, string]>
   private readonly deleteStmt: Statement<unknown, [string]>
   private readonly suspendStmt: Statement<unknown, [string, string | null, number, number, number]>
@@ -61,6 +62,11 @@ export class SqliteAgentStore implements AgentStore {
     this.changed = db.prepare('SELECT public_key AS publicKey, status, updated_at AS updatedAt FROM agents WHERE updated_at > ? ORDER BY updated_at')
     this.insertStmt = db.prepare(
       'INSERT INTO agents (public_key, created_at, updated_at, last_active_at) VALUES (?, ?, ?, ?) ON CONFLICT(public_key) DO NOTHING',
+    )
+    // the count and the insert in one statement, under the write lock: the cap is exact
+    this.insertCappedStmt = db.prepare(
+      `INSERT INTO agents (public_key, created_at, updated_at, last_active_at) SELECT ?1, ?2, ?2, ?2
+       WHERE (SELECT count(*) FROM agents) < ?3 ON CONFLICT(public_key) DO NOTHING`,
     )
     this.touchStmt = db.prepare('UPDATE agents SET last_active_at = ? WHERE public_key = ?')
     this.deleteStmt = db.prepare('DELETE FROM agents WHERE public_key = ?')
@@ -94,6 +100,13 @@ export class SqliteAgentStore implements AgentStore {
     if (existing) return existing
     this.insertStmt.run(publicKey, now, now, now)
     return this.findNow(publicKey) as AgentRecord
+  }
+
+  async createCapped(publicKey: string, now: number, maxAgents: number): Promise<AgentRecord | null> {
+    const existing = this.findNow(publicKey)
+    if (existing) return existing
+    this.insertCappedStmt.run(publicKey, now, maxAgents)
+    return this.findNow(publicKey)
   }
 
   async updateProfile(publicKey: string, fields: AgentProfileFields, now: number): Promise<void> {

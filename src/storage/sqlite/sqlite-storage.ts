@@ -43,7 +43,7 @@ export interface SqliteStorageOptions {
 
 /** The methods of each store that write: at the top level they run as a unit of work of their own. */
 const WRITES = {
-  agents: ['create', 'updateProfile', 'touch', 'delete', 'suspend', 'unsuspend'],
+  agents: ['create', 'createCapped', 'updateProfile', 'touch', 'delete', 'suspend', 'unsuspend'],
   messages: ['insert', 'markDeliveredFor', 'markDelivered', 'expireBatch', 'removeExpiredBatch', 'removeAddressedTo'],
   acl: ['insert', 'setType', 'delete', 'removeOwnedBy'],
   blobs: ['insert', 'delete', 'extendExpiry', 'removeExpiredBatch', 'removeOwnedUnreferenced', 'claimContent', 'settleContent', 'markContentDeleting', 'forgetContent'],
