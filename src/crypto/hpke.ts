@@ -4,6 +4,7 @@
  * pseudocode (§4 – §5.2, §7.1); tested with its published vectors on both primitive sets.
  */
 import { concatBytes, i2osp, utf8 } from './bytes.ts'
+import { hkdfExpand, hkdfExtract } from './hkdf.ts'
 import type { CryptoPrimitives } from './primitives.ts'
 
 export const MODE_BASE = 0x00
@@ -24,27 +25,12 @@ const HPKE_SUITE = concatBytes(utf8.encode('HPKE'), i2osp(KEM_ID, 2), i2osp(KDF_
 const EMPTY = new Uint8Array(0)
 const label = (text: string) => utf8.encode(text)
 
-function extract(p: CryptoPrimitives, salt: Uint8Array, ikm: Uint8Array): Uint8Array {
-  return p.hmacSha256(salt.length ? salt : new Uint8Array(N_H), ikm)
-}
-
-function expand(p: CryptoPrimitives, prk: Uint8Array, info: Uint8Array, length: number): Uint8Array {
-  const out = new Uint8Array(length)
-  let t: Uint8Array = EMPTY
-  for (let i = 1, at = 0; at < length; i++) {
-    t = p.hmacSha256(prk, concatBytes(t, info, Uint8Array.of(i)))
-    out.set(t.subarray(0, Math.min(t.length, length - at)), at)
-    at += t.length
-  }
-  return out
-}
-
 function labeledExtract(p: CryptoPrimitives, suite: Uint8Array, salt: Uint8Array, name: string, ikm: Uint8Array) {
-  return extract(p, salt, concatBytes(HPKE_V1, suite, label(name), ikm))
+  return hkdfExtract(p, salt, concatBytes(HPKE_V1, suite, label(name), ikm))
 }
 
 function labeledExpand(p: CryptoPrimitives, suite: Uint8Array, prk: Uint8Array, name: string, info: Uint8Array, length: number) {
-  return expand(p, prk, concatBytes(i2osp(length, 2), HPKE_V1, suite, label(name), info), length)
+  return hkdfExpand(p, prk, concatBytes(i2osp(length, 2), HPKE_V1, suite, label(name), info), length)
 }
 
 function extractAndExpand(p: CryptoPrimitives, dh: Uint8Array, kemContext: Uint8Array): Uint8Array {
