@@ -121,7 +121,7 @@ export interface CapabilitiesQueryInput {
 
 export class RelayClient {
   readonly transport: Transport
-  /** Sealing, opening and the recipients' declarations (docs/protocol.md, "End-to-end encryption"). */
+  /** Sealing, opening and the recipients' declarations (docs/protocol.md §14). */
   readonly encryption: ClientEncryption
   private readonly decrypt: boolean
   private readonly autoEncrypt: boolean

@@ -1,5 +1,5 @@
 /**
- * Sealing and opening message bodies (docs/protocol.md, "End-to-end encryption"):
+ * Sealing and opening message bodies (docs/protocol.md §14):
  * - v2, MRP's format: HPKE Auth mode from the sender's to the recipient's converted keys;
  *   body `{v: 2, enc, ct, ct_content_type}`.
  * - v3: HPKE Base mode to the recipient; the plaintext carries the sender's key, the plaintext content
