@@ -4,12 +4,12 @@
  * command) or, with --http, as Streamable HTTP on a loopback address. Logs go to standard error only:
  * standard output belongs to the protocol.
  */
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { UsageError, parseArgs } from '../cli/args.ts'
 import { DEFAULT_KEY_FILE, DEFAULT_RELAY_URL, readKeyFile } from '../cli/client-cli.ts'
 import { Bridge } from './bridge.ts'
+import { FilePolicy } from './file-policy.ts'
 import { serveHttp } from './http.ts'
 import { createMcpServer } from './server.ts'
 
@@ -26,7 +26,10 @@ Flags:
   --allowed-host NAME      a further Host name to accept over HTTP (repeatable; loopback names always are)
   --allowed-origin ORIGIN  a further browser Origin to accept over HTTP (repeatable)
   --allow-remote           allow --http on an address other than loopback (anyone who reaches it acts as you)
-  --download-dir DIR       where relay_download writes without a path (default: a directory under the temp dir)
+  --files DIR              a directory the tools may read (uploads, attachments) and write (downloads) in;
+                           repeatable; the first one takes downloads without a path. Default: a private
+                           directory (mode 0700) under \$XDG_DATA_HOME, ~/.local/share/agent-relay/mcp-files
+  --allow-overwrite        let relay_download replace an existing file when the call asks for it
 
 Tools: relay_whoami, relay_update_profile, relay_discover, relay_capabilities, relay_get_agent, relay_send,
 relay_reply, relay_inbox, relay_ack, relay_wait, relay_get_message, relay_thread, relay_message_status,
@@ -39,8 +42,8 @@ WebSocket; while it cannot be reached the bridge retries with backoff (it never 
 messages delivered before they are handled).
 `
 
-export const MCP_FLAGS = ['relay', 'key', 'http', 'allowed-host', 'allowed-origin', 'download-dir']
-export const MCP_BOOLEANS = ['allow-remote']
+export const MCP_FLAGS = ['relay', 'key', 'http', 'allowed-host', 'allowed-origin', 'files']
+export const MCP_BOOLEANS = ['allow-remote', 'allow-overwrite']
 
 export interface McpIo {
   env: Record<string, string | undefined>
@@ -69,6 +72,12 @@ export function isLoopback(host: string): boolean {
 /** Runs until the host disconnects (stdio) or the process is stopped; resolves with the exit code. */
 export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   const { positionals, flags, lists } = parseArgs(argv, { known: MCP_FLAGS, booleans: MCP_BOOLEANS })
+  // the host closing our standard input is the end of the session; listened for before any await, so
+  // an early close is not missed
+  const stdinClosed = new Promise<void>((done) => {
+    io.stdin.once('end', done)
+    io.stdin.once('close', done)
+  })
   if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}"`)
   const relayUrl = (flags.relay ?? io.env.RELAY_URL ?? DEFAULT_RELAY_URL).replace(/\/+$/, '')
   if (!/^https?:\/\/[^\s]+$/.test(relayUrl)) throw new UsageError(`--relay must be an http:// or https:// URL, got "${relayUrl}"`)
@@ -76,16 +85,19 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   if (listen && !isLoopback(listen.host) && flags['allow-remote'] !== 'true') {
     throw new UsageError(`--http ${flags.http} is not a loopback address: whoever reaches it acts as your agent; add --allow-remote if that is what you want`)
   }
-  const keys = readKeyFile(resolve(io.cwd, flags.key ?? io.env.RELAY_KEY_FILE ?? DEFAULT_KEY_FILE))
+  const keyFile = resolve(io.cwd, flags.key ?? io.env.RELAY_KEY_FILE ?? DEFAULT_KEY_FILE)
+  const keys = readKeyFile(keyFile)
   const log = (line: string) => void io.stderr.write(`relay mcp: ${line}\n`)
-  const bridge = new Bridge({
-    relayUrl,
-    keys,
-    cwd: io.cwd,
-    downloadDir: flags['download-dir'] ? resolve(io.cwd, flags['download-dir']) : join(tmpdir(), `relay-mcp-downloads-${keys.publicKey.slice(0, 8)}`),
-    inbox: { log },
+  const files = await FilePolicy.create({
+    roots: (lists.files ?? []).map((d) => resolve(io.cwd, d)),
+    keyFile,
+    seed: keys.seed,
+    allowOverwrite: flags['allow-overwrite'] === 'true',
+    env: io.env,
   })
+  const bridge = new Bridge({ relayUrl, keys, files, inbox: { log } })
   log(`agent ${keys.publicKey} on ${relayUrl}`)
+  log(`files: ${files.roots.join(', ')}${files.isDefault ? ' (the default; --files DIR to choose)' : ''}${files.allowOverwrite ? ', may overwrite' : ''}`)
   bridge.start()
   try {
     if (listen) {
@@ -97,9 +109,7 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
       const { server, dispose } = createMcpServer(bridge)
       const transport = new StdioServerTransport(io.stdin as never, io.stdout as never)
       const closed = new Promise<void>((done) => {
-        // the host closing our standard input is the end of the session
-        io.stdin.once('end', done)
-        io.stdin.once('close', done)
+        void stdinClosed.then(done)
         server.server.onclose = done
       })
       await server.connect(transport)

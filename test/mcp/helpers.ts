@@ -57,13 +57,16 @@ export interface Bridge {
   close(): Promise<void>
 }
 
+/** The test's directory is the files directory, unless the test chooses its own. */
+const filesArgs = (opts: { cwd: string; args?: string[] }) => (opts.args?.includes('--files') ? [] : ['--files', opts.cwd])
+
 /** `relay mcp` over stdio, as a host starts it: command, args, env. */
 export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<Bridge> {
   const command = await relayBinary()
   const transport = new StdioClientTransport({
     command,
-    args: ['mcp', ...(opts.args ?? [])],
-    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile },
+    args: ['mcp', ...filesArgs(opts), ...(opts.args ?? [])],
+    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile, XDG_DATA_HOME: join(opts.cwd, '.xdg') },
     cwd: opts.cwd,
     stderr: 'pipe',
   })
@@ -98,9 +101,9 @@ export interface HttpBridge {
 /** `relay mcp --http 127.0.0.1:0`: waits for the line that names the URL. */
 export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<HttpBridge> {
   const command = await relayBinary()
-  const proc = spawn([command, 'mcp', '--http', '127.0.0.1:0', '--relay', opts.relayUrl, '--key', opts.agent.keyFile, ...(opts.args ?? [])], {
+  const proc = spawn([command, 'mcp', '--http', '127.0.0.1:0', '--relay', opts.relayUrl, '--key', opts.agent.keyFile, ...filesArgs(opts), ...(opts.args ?? [])], {
     cwd: opts.cwd,
-    env: { PATH: process.env.PATH ?? '' },
+    env: { PATH: process.env.PATH ?? '', XDG_DATA_HOME: join(opts.cwd, '.xdg') },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
