@@ -25,6 +25,8 @@ Flags:
   --http HOST:PORT         serve Streamable HTTP instead of stdio; HOST defaults to 127.0.0.1, PORT 0 picks one
   --allowed-host NAME      a further Host name to accept over HTTP (repeatable; loopback names always are)
   --allowed-origin ORIGIN  a further browser Origin to accept over HTTP (repeatable)
+  --token TOKEN            the bearer token HTTP clients must send (env RELAY_MCP_TOKEN; default: a new
+                           one, printed on standard error at start)
   --allow-remote           allow --http on an address other than loopback (anyone who reaches it acts as you)
   --files DIR              a directory the tools may read (uploads, attachments) and write (downloads) in;
                            repeatable; the first one takes downloads without a path. Default: a private
@@ -42,7 +44,7 @@ WebSocket; while it cannot be reached the bridge retries with backoff (it never 
 messages delivered before they are handled).
 `
 
-export const MCP_FLAGS = ['relay', 'key', 'http', 'allowed-host', 'allowed-origin', 'files']
+export const MCP_FLAGS = ['relay', 'key', 'http', 'allowed-host', 'allowed-origin', 'files', 'token']
 export const MCP_BOOLEANS = ['allow-remote', 'allow-overwrite']
 
 export interface McpIo {
@@ -101,7 +103,11 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   bridge.start()
   try {
     if (listen) {
-      const http = await serveHttp(bridge, { ...listen, allowedHosts: lists['allowed-host'], allowedOrigins: lists['allowed-origin'], log })
+      const given = flags.token ?? io.env.RELAY_MCP_TOKEN
+      if (given !== undefined && given.length < 16) throw new UsageError('--token must be at least 16 characters')
+      const http = await serveHttp(bridge, { ...listen, allowedHosts: lists['allowed-host'], allowedOrigins: lists['allowed-origin'], token: given, log })
+      // the generated token is printed once, for the user to give the host; a given one is not echoed
+      if (given === undefined) log(`bearer token: ${http.token} (send Authorization: Bearer TOKEN; --token or RELAY_MCP_TOKEN to choose one)`)
       log(`listening on ${http.url}`)
       await io.stopped
       await http.stop()

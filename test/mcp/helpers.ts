@@ -93,17 +93,19 @@ async function connect(transport: Transport, stderr: () => string): Promise<Brid
 
 export interface HttpBridge {
   url: string
+  /** The bearer token the bridge printed (or was given). */
+  token: string
   stderr: () => string
   connect(): Promise<Bridge>
   stop(): Promise<number>
 }
 
 /** `relay mcp --http 127.0.0.1:0`: waits for the line that names the URL. */
-export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<HttpBridge> {
+export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; token?: string; env?: Record<string, string> }): Promise<HttpBridge> {
   const command = await relayBinary()
   const proc = spawn([command, 'mcp', '--http', '127.0.0.1:0', '--relay', opts.relayUrl, '--key', opts.agent.keyFile, ...filesArgs(opts), ...(opts.args ?? [])], {
     cwd: opts.cwd,
-    env: { PATH: process.env.PATH ?? '', XDG_DATA_HOME: join(opts.cwd, '.xdg') },
+    env: { PATH: process.env.PATH ?? '', XDG_DATA_HOME: join(opts.cwd, '.xdg'), ...opts.env },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
@@ -127,10 +129,13 @@ export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: st
       throw new Error(`relay mcp --http did not listen within 15 s: ${err}`)
     }),
   ])
+  const token = /bearer token: (\S+)/.exec(err)?.[1] ?? opts.token
+  if (!token) throw new Error(`relay mcp --http printed no bearer token: ${err}`)
   return {
     url,
+    token,
     stderr: () => err,
-    connect: () => connect(new StreamableHTTPClientTransport(new URL(url)), () => err),
+    connect: () => connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), () => err),
     async stop() {
       proc.kill('SIGTERM')
       return proc.exited

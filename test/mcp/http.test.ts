@@ -76,7 +76,7 @@ describe('DNS-rebinding protection', () => {
   const initialize = (headers: Record<string, string>) =>
     fetch(server.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${server.token}`, ...headers },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
     })
   const port = () => new URL(server.url).port
@@ -100,11 +100,65 @@ describe('DNS-rebinding protection', () => {
     expect(allowed.status).toBe(200)
     const unknown = await fetch(server.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session' },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${server.token}`, 'mcp-session-id': 'no-such-session' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
     })
     expect(unknown.status).toBe(404)
     expect((await fetch(server.url.replace('/mcp', '/other'))).status).toBe(404)
+  })
+})
+
+describe('the bearer token', () => {
+  test('without it, or with a wrong one, every request is refused with 401 before MCP', async () => {
+    for (const authorization of [undefined, 'Bearer wrong', `Bearer ${server.token}x`, `Basic ${server.token}`, `Bearer ${server.token.slice(0, -1)}`]) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+      if (authorization) headers.authorization = authorization
+      const res = await fetch(server.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      })
+      expect([authorization, res.status]).toEqual([authorization, 401])
+      expect(res.headers.get('www-authenticate')).toContain('Bearer')
+      expect(res.headers.get('mcp-session-id')).toBeNull()
+    }
+  })
+
+  test('the token is printed once at start; a given one (RELAY_MCP_TOKEN) is used and not echoed', async () => {
+    expect(server.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    const chosen = 'a-token-the-user-chose-0123456789'
+    const other = await httpBridge({ relayUrl: relay.url, agent: alice, cwd: dir, token: chosen, env: { RELAY_MCP_TOKEN: chosen } })
+    try {
+      expect(other.stderr()).not.toContain(chosen)
+      const c = await other.connect()
+      expect((await ok(c, 'relay_whoami')).public_key).toBe(alice.keys.publicKey)
+      await c.close()
+    } finally {
+      await other.stop()
+    }
+  })
+})
+
+describe('answers never leak', () => {
+  test('a malformed Host is refused with 400 and no stack, path or source', async () => {
+    for (const host of ['localhost:1@evil.example', 'localhost:99999999', 'local host', 'localhost/x']) {
+      const res = await fetch(server.url, { method: 'POST', headers: { host, authorization: `Bearer ${server.token}`, 'content-type': 'application/json' }, body: '{}' })
+      const text = await res.text()
+      expect([host, res.status]).toEqual([host, 400])
+      expect(text).not.toContain(dir)
+      expect(text).not.toMatch(/at \S+ \(|\/src\/|node_modules/)
+    }
+  })
+
+  test('a body that is not JSON gets a JSON-RPC error, not a stack', async () => {
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc": ',
+    })
+    expect(res.status).toBeGreaterThanOrEqual(400)
+    expect(res.status).toBeLessThan(500)
+    expect(await res.text()).not.toMatch(/at \S+ \(|\/src\/|node_modules/)
   })
 })
 
