@@ -5,7 +5,7 @@
  * standard output belongs to the protocol.
  */
 import { resolve } from 'node:path'
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio'
 import { UsageError, parseArgs } from '../cli/args.ts'
 import { DEFAULT_KEY_FILE, DEFAULT_RELAY_URL, readKeyFile } from '../cli/client-cli.ts'
 import { Bridge } from './bridge.ts'
@@ -27,6 +27,8 @@ Flags:
   --allowed-origin ORIGIN  a further browser Origin to accept over HTTP (repeatable)
   --token TOKEN            the bearer token HTTP clients must send (env RELAY_MCP_TOKEN; default: a new
                            one, printed on standard error at start)
+  --channel                push each inbox message into the host's session as a notifications/claude/channel
+                           event (Claude Code channels; stdio only): an idle agent wakes up on a message
   --allow-remote           allow --http on an address other than loopback (anyone who reaches it acts as you)
   --files DIR              a directory the tools may read (uploads, attachments) and write (downloads) in;
                            repeatable; the first one takes downloads without a path. Default: a private
@@ -45,7 +47,7 @@ messages delivered before they are handled).
 `
 
 export const MCP_FLAGS = ['relay', 'key', 'http', 'allowed-host', 'allowed-origin', 'files', 'token']
-export const MCP_BOOLEANS = ['allow-remote', 'allow-overwrite']
+export const MCP_BOOLEANS = ['allow-remote', 'allow-overwrite', 'channel']
 
 export interface McpIo {
   env: Record<string, string | undefined>
@@ -97,6 +99,8 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
     allowOverwrite: flags['allow-overwrite'] === 'true',
     env: io.env,
   })
+  const channel = flags.channel === 'true'
+  if (channel && listen) throw new UsageError('--channel works over stdio only (hosts start channel servers as a command)')
   const bridge = new Bridge({ relayUrl, keys, files, inbox: { log } })
   log(`agent ${keys.publicKey} on ${relayUrl}`)
   log(`files: ${files.roots.join(', ')}${files.isDefault ? ' (the default; --files DIR to choose)' : ''}${files.allowOverwrite ? ', may overwrite' : ''}`)
@@ -112,16 +116,20 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
       await io.stopped
       await http.stop()
     } else {
-      const { server, dispose } = createMcpServer(bridge)
-      const transport = new StdioServerTransport(io.stdin as never, io.stdout as never)
-      const closed = new Promise<void>((done) => {
-        void stdinClosed.then(done)
-        server.server.onclose = done
-      })
-      await server.connect(transport)
-      await Promise.race([closed, io.stopped])
-      dispose()
-      await server.close().catch(() => {})
+      // one instance per connection, of the era the host opened it with (2025 handshake or 2026-07-28)
+      const disposers: Array<() => void> = []
+      const handle = serveStdio(
+        (ctx) => {
+          const { server, dispose } = createMcpServer(bridge, { era: ctx.era, arrivals: true, channel, log })
+          disposers.push(dispose)
+          return server
+        },
+        { transport: new StdioServerTransport(io.stdin as never, io.stdout as never), onerror: (err) => log(`MCP error: ${err.message}`) },
+      )
+      if (channel) log('channel: one notifications/claude/channel event per inbox message')
+      await Promise.race([stdinClosed, io.stopped])
+      for (const dispose of disposers) dispose()
+      await handle.close().catch(() => {})
     }
   } finally {
     await bridge.close()

@@ -1,14 +1,16 @@
 /**
  * `relay mcp --http HOST:PORT`: the bridge as a Streamable HTTP MCP endpoint at http://HOST:PORT/mcp,
- * one MCP session per client over the one shared bridge. Whoever reaches it acts as this agent, so it
+ * one MCP session per 2025-era client over the one shared bridge, and the 2026-07-28 revision (no
+ * sessions: each request stands alone, notifications on subscriptions/listen streams) on the same path. Whoever reaches it acts as this agent, so it
  * listens on loopback unless told otherwise, and it protects against DNS rebinding: a request whose Host
  * (or, from a browser, Origin) is not one of the allowed names is refused before it reaches MCP. Every
  * request carries a bearer token (given, or generated at start and printed once on standard error), so
  * another local user or a page in a browser cannot act as the agent.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { WebStandardStreamableHTTPServerTransport, createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server'
 import type { Bridge } from './bridge.ts'
+import { INBOX_URI } from './resources.ts'
 import { createMcpServer } from './server.ts'
 
 export const MCP_PATH = '/mcp'
@@ -74,6 +76,12 @@ export async function serveHttp(bridge: Bridge, opts: HttpOptions): Promise<Runn
   const hosts = new Set([...LOOPBACK_NAMES, host, ...(opts.allowedHosts ?? []).map((h) => bracket(hostnameOf(h)))])
   let origins = new Set<string>()
   const token = opts.token ?? generateToken()
+  // 2026-07-28: a fresh instance per request; arrivals are published on the handler's listen streams
+  const modern = createMcpHandler(() => createMcpServer(bridge, { era: 'modern', arrivals: false, log }).server, {
+    legacy: 'reject',
+    onerror: (err: Error) => log(`MCP error: ${err.message}`),
+  })
+  const stopArrivals = bridge.inbox.onArrival(() => void modern.notify.resourceUpdated(INBOX_URI))
 
   const open = async (req: Request): Promise<Response> => {
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -87,7 +95,7 @@ export async function serveHttp(bridge: Bridge, opts: HttpOptions): Promise<Runn
         log(`MCP session ${id} closed`)
       },
     })
-    const { server, dispose } = createMcpServer(bridge)
+    const { server, dispose } = createMcpServer(bridge, { era: 'legacy', arrivals: true, log })
     const session: Session = { transport, dispose }
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId)
@@ -124,6 +132,7 @@ export async function serveHttp(bridge: Bridge, opts: HttpOptions): Promise<Runn
       if (given === undefined || !tokenMatches(given, token)) {
         return refuse(401, 'Unauthorized: send Authorization: Bearer TOKEN (printed by relay mcp at start, or given with --token)', { 'www-authenticate': 'Bearer realm="relay-mcp"' })
       }
+      if (req.headers.get('mcp-session-id') === null && !(await isLegacyRequest(req))) return modern.fetch(req)
       const id = req.headers.get('mcp-session-id')
       if (id !== null) {
         const session = sessions.get(id)
@@ -146,8 +155,10 @@ export async function serveHttp(bridge: Bridge, opts: HttpOptions): Promise<Runn
     port,
     token,
     async stop() {
+      stopArrivals()
       for (const s of [...sessions.values()]) await s.transport.close().catch(() => {})
       sessions.clear()
+      await modern.close().catch(() => {})
       await server.stop(true)
     },
   }

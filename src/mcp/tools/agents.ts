@@ -1,5 +1,5 @@
 /** Tools about agents: who am I, my profile, finding others and reading their profiles. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { Bridge } from '../bridge.ts'
 import { Agent, Capability, Connection, Cursor, DiscoveryEntry, PublicKey } from '../schemas.ts'

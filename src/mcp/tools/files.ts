@@ -2,7 +2,7 @@
  * Files by local path: upload one to get a blob id to attach, download a blob to a file. The bytes go
  * between the relay and the disk; the model sees paths, sizes and hashes, never the content.
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { Bridge } from '../bridge.ts'
 import { BlobId, DateTime, MessageId } from '../schemas.ts'
