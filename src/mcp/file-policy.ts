@@ -134,6 +134,8 @@ export class FilePolicy {
   /** The real path of a file the tools may upload, or a FileRefusedError that says why not. */
   async readable(path: string): Promise<string> {
     const abs = this.absolute(path)
+    // outside is refused before the file system is asked, so a refusal says nothing about what exists there
+    this.refuseOutside(abs, abs)
     let real: string
     try {
       real = await realpath(abs)
