@@ -5,7 +5,11 @@
  * standard output belongs to the protocol.
  */
 import { resolve } from 'node:path'
+import { McpServer } from '@modelcontextprotocol/server'
 import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio'
+import { z } from 'zod'
+import type { KeyPair } from '../client/index.ts'
+import { VERSION } from '../version.ts'
 import { UsageError, parseArgs } from '../cli/args.ts'
 import { DEFAULT_KEY_FILE, DEFAULT_RELAY_URL, readKeyFile } from '../cli/client-cli.ts'
 import { Bridge } from './bridge.ts'
@@ -73,6 +77,25 @@ export function isLoopback(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
 }
 
+/** An MCP server that only explains why relay mcp cannot work yet, for the host to show. */
+async function serveUnconfigured(message: string, io: McpIo, closed: Promise<void>): Promise<void> {
+  const text = `relay mcp is not set up: ${message}. Tell the user; nothing on the relay can be done until it is fixed.`
+  const handle = serveStdio(
+    () => {
+      const server = new McpServer({ name: 'agent-relay', title: 'Agent Relay (not set up)', version: VERSION }, { capabilities: { tools: {} }, instructions: text })
+      server.registerTool(
+        'relay_whoami',
+        { title: 'Who am I on the relay', description: `Not available: ${text}`, inputSchema: z.object({}), annotations: { readOnlyHint: true } },
+        async () => ({ isError: true, content: [{ type: 'text', text }] }),
+      )
+      return server
+    },
+    { transport: new StdioServerTransport(io.stdin as never, io.stdout as never) },
+  )
+  await Promise.race([closed, io.stopped])
+  await handle.close().catch(() => {})
+}
+
 /** Runs until the host disconnects (stdio) or the process is stopped; resolves with the exit code. */
 export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   const { positionals, flags, lists } = parseArgs(argv, { known: MCP_FLAGS, booleans: MCP_BOOLEANS })
@@ -90,15 +113,27 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
     throw new UsageError(`--http ${flags.http} is not a loopback address: whoever reaches it acts as your agent; add --allow-remote if that is what you want`)
   }
   const keyFile = resolve(io.cwd, flags.key ?? io.env.RELAY_KEY_FILE ?? DEFAULT_KEY_FILE)
-  const keys = readKeyFile(keyFile)
   const log = (line: string) => void io.stderr.write(`relay mcp: ${line}\n`)
-  const files = await FilePolicy.create({
-    roots: (lists.files ?? []).map((d) => resolve(io.cwd, d)),
-    keyFile,
-    seed: keys.seed,
-    allowOverwrite: flags['allow-overwrite'] === 'true',
-    env: io.env,
-  })
+  let keys: KeyPair
+  let files: FilePolicy
+  try {
+    keys = readKeyFile(keyFile)
+    files = await FilePolicy.create({
+      roots: (lists.files ?? []).map((d) => resolve(io.cwd, d)),
+      keyFile,
+      seed: keys.seed,
+      allowOverwrite: flags['allow-overwrite'] === 'true',
+      env: io.env,
+    })
+  } catch (err) {
+    // a host that starts us and sees the process exit only says "connection closed": over stdio, stay
+    // up and say what is wrong to the host and its model instead
+    if (listen) throw err
+    const message = (err as Error).message
+    log(`not set up: ${message}`)
+    await serveUnconfigured(message, io, stdinClosed)
+    return 1
+  }
   const channel = flags.channel === 'true'
   if (channel && listen) throw new UsageError('--channel works over stdio only (hosts start channel servers as a command)')
   const bridge = new Bridge({ relayUrl, keys, files, inbox: { log } })
