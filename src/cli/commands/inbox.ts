@@ -41,12 +41,12 @@ export const inbox: CommandSpec = {
   name: 'inbox',
   summary: 'show the messages waiting for you, without taking them (--hook: each once, for a host hook)',
   description:
-    'Lists the messages sent to you and not yet acknowledged. Nothing is acknowledged or marked delivered: they stay\n' +
-    'on the relay until an MCP bridge (relay_ack) or relay listen handles them.\n\n' +
-    'For hosts without channels, run it from a prompt hook: relay inbox --hook prints only the messages it has not\n' +
-    'printed before (remembered in KEYFILE.hook-seen, or --state FILE), framed as data from another agent, and\n' +
-    'nothing at all when there is nothing new. With --stop it prints a Stop hook decision instead: {"decision":\n' +
-    '"block","reason":…} when there are new messages, so the host takes another turn to handle them.',
+    'Lists the messages sent to you and not yet acknowledged. Nothing is acknowledged or marked delivered: they stay ' +
+    'on the relay until an MCP bridge (relay_ack) or relay listen handles them. For hosts without channels, run it from ' +
+    'a prompt hook: relay inbox --hook prints only the messages it has not printed before (remembered in KEYFILE.hook-seen, ' +
+    'or --state FILE), framed as data from another agent, and nothing at all when there is nothing new. With --stop it ' +
+    'prints a Stop hook decision instead ({"decision": "block", "reason": …}) when there are new messages, so the host ' +
+    'takes another turn to handle them.',
   maxArgs: 0,
   flags: [
     { name: 'hook', help: 'print only messages not printed before, as context for a host hook' },
