@@ -150,6 +150,26 @@ describe('answers never leak', () => {
     }
   })
 
+  test('a Host with userinfo, sent as raw bytes (no client rewrites it), is refused with 400', async () => {
+    const { connect } = await import('node:net')
+    const port = Number(new URL(server.url).port)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+        socket.write(
+          `POST /mcp HTTP/1.1\r\nHost: localhost:1@evil.example\r\nAuthorization: Bearer ${server.token}\r\nContent-Type: application/json\r\n` +
+            `Accept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        )
+      })
+      let data = ''
+      socket.on('data', (chunk) => (data += chunk.toString()))
+      socket.on('end', () => resolve(data))
+      socket.on('error', reject)
+    })
+    expect(answer).toStartWith('HTTP/1.1 400')
+    expect(answer).not.toMatch(/at \S+ \(|\/src\/|node_modules|\/work\//)
+  })
+
   test('a body that is not JSON gets a JSON-RPC error, not a stack', async () => {
     const res = await fetch(server.url, {
       method: 'POST',
