@@ -189,4 +189,11 @@ describe('the command line', () => {
     expect(await proc.exited).toBe(2)
     expect(await new Response(proc.stderr).text()).toContain('not a loopback address')
   })
+
+  test('refuses --channel over HTTP (hosts start channel servers as a command)', async () => {
+    const { relayBinary } = await import('../e2e/binary.ts')
+    const proc = Bun.spawn([await relayBinary(), 'mcp', '--http', '127.0.0.1:0', '--channel', '--key', alice.keyFile], { cwd: dir, stdout: 'pipe', stderr: 'pipe' })
+    expect(await proc.exited).toBe(2)
+    expect(await new Response(proc.stderr).text()).toContain('--channel works over stdio only')
+  })
 })
