@@ -34,17 +34,20 @@ export interface McpServerOptions {
   era: 'legacy' | 'modern'
   /** Send inbox updates from this instance (false where the serving entry publishes them itself). */
   arrivals: boolean
-  /** Declare claude/channel and push one event per pending message. */
+  /** Declare claude/channel and push one event per pending message (2025-era connections). */
   channel?: boolean
   log?: (line: string) => void
 }
 
 export function createMcpServer(bridge: Bridge, opts: McpServerOptions): { server: McpServer; dispose: () => void } {
+  // a 2026-07-28 connection carries only the notifications a client asked for on subscriptions/listen,
+  // so the channel (an unsolicited notification, as Claude Code takes it) lives on 2025-era connections
+  const channel = opts.channel === true && opts.era === 'legacy'
   const server = new McpServer(
     { name: 'agent-relay', title: 'Agent Relay', version: VERSION },
     {
-      capabilities: { tools: {}, resources: { subscribe: true, listChanged: true }, ...(opts.channel ? { experimental: { [CHANNEL_CAPABILITY]: {} } } : {}) },
-      instructions: opts.channel ? INSTRUCTIONS + CHANNEL_INSTRUCTIONS : INSTRUCTIONS,
+      capabilities: { tools: {}, resources: { subscribe: true, listChanged: true }, ...(channel ? { experimental: { [CHANNEL_CAPABILITY]: {} } } : {}) },
+      instructions: channel ? INSTRUCTIONS + CHANNEL_INSTRUCTIONS : INSTRUCTIONS,
     },
   )
   registerAgentTools(server, bridge)
@@ -81,11 +84,10 @@ export function createMcpServer(bridge: Bridge, opts: McpServerOptions): { serve
       }),
     )
   }
-  if (opts.channel) {
+  if (channel) {
     const announcer = new ChannelAnnouncer(bridge, (event) => server.server.notification({ method: CHANNEL_METHOD, params: event as never }), opts.log)
-    // after the handshake (2025-era) or at once (2026-07-28 has none)
-    if (opts.era === 'legacy') server.server.oninitialized = () => announcer.start()
-    else announcer.start()
+    // after the handshake: the host is listening from then on
+    server.server.oninitialized = () => announcer.start()
     stops.push(() => announcer.stop())
   }
   return { server, dispose: () => stops.forEach((stop) => stop()) }
