@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   /** Blob downloads only: a Range that selects no byte (RFC 9110 §15.5.17); not in docs/protocol.md §11's table. */
   range_not_satisfiable: 416,
   unprocessable_entity: 422,
+  /** A plaintext send to an inbox (or a relay) that accepts only end-to-end encrypted messages. */
+  encryption_required: 422,
   rate_limit_exceeded: 429,
   internal_error: 500,
   service_unavailable: 503,

@@ -11,7 +11,7 @@ import { HEALTH_BOOLEANS, HEALTH_FLAGS, health } from './cli/health.ts'
 import { HELP, commandHelp } from './cli/help.ts'
 import { keygen } from './cli/keygen.ts'
 import { MIGRATE_BOOLEANS, MIGRATE_FLAGS, migrate, prepareTarget } from './cli/migrate.ts'
-import { SERVE_FLAGS, serve } from './cli/serve.ts'
+import { SERVE_BOOLEANS, SERVE_FLAGS, serve } from './cli/serve.ts'
 import { ConfigError } from './config/load.ts'
 import { VERSION } from './version.ts'
 
@@ -25,7 +25,7 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
-  serve: { flags: SERVE_FLAGS, run: (_p, f) => serve(f) },
+  serve: { flags: SERVE_FLAGS, booleans: SERVE_BOOLEANS, run: (_p, f) => serve(f) },
   keygen: { flags: ['out'], booleans: ['json'], run: (_p, f) => keygen(f) },
   admin: { flags: ADMIN_FLAGS, booleans: ADMIN_BOOLEANS, subcommands: ['suspend', 'unsuspend', 'stats', 'agents', 'allow', 'revoke', 'allowed', 'webhooks'], run: (p, f) => admin(p, f) },
   backup: { flags: BACKUP_FLAGS, booleans: BACKUP_BOOLEANS, run: (p, f) => backup(p, f) },

@@ -6,6 +6,7 @@ import { VERSION } from '../version.ts'
 import { DEFAULT_RELAY_URL } from './client-cli.ts'
 
 export const SERVE_FLAGS = ['port', 'host', 'data-dir', 'config', 'log-level']
+export const SERVE_BOOLEANS = ['require-encryption']
 
 /** The URL a client on this machine uses: a wildcard listen address is reached over loopback. */
 export function localUrl(host: string, port: number): string {

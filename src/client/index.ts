@@ -3,10 +3,13 @@
  * MCP bridge and the tests use it; other agents install it as a package (`@agent-relay/client`) and run
  * it on Node ≥ 20 or Bun.
  */
+import { openAsBlob } from 'node:fs'
 import { signRequest } from '../auth/sign.ts'
 import { prepareBlobSource, type BlobSource } from './blob-source.ts'
 import { writeBlobToFile, type DownloadedFile } from './blob-file.ts'
 import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
+import { ClientEncryption, type SendEncryptionOptions } from './encryption.ts'
+import { ENCRYPTED_CONTENT_TYPE, ENCRYPTION_METADATA_KEY, encryptionDeclaration, type CryptoPrimitives, type EncryptionVersion } from '../crypto/index.ts'
 import { RelayApiError, Transport, assertRelayAnswer, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 import type {
   AclEntryJson,
@@ -19,8 +22,12 @@ import type {
   DiscoverResultJson,
   DiscoveryEntryJson,
   MessageJson,
+  AttachmentInput,
+  AttachmentJson,
   MessagePageJson,
   MessageStatusJson,
+  ReceivedMessageJson,
+  ReceivedPageJson,
   PageQuery,
   PollQuery,
   SendMessageInput,
@@ -49,6 +56,46 @@ export type { DownloadedFile } from './blob-file.ts'
 export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions, type WebSocketConstructor, type WebSocketLike } from './socket.ts'
 export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput } from './webhook-verify.ts'
 export type * from './types.ts'
+export { ClientEncryption, type EncryptChoice, type SendEncryptionOptions } from './encryption.ts'
+export {
+  DecryptError,
+  ENCRYPTED_CONTENT_TYPE,
+  SUPPORTED_VERSIONS,
+  bindEncryption,
+  encryptedBlobSize,
+  decryptedBlobSize,
+  readEncryptionDeclaration,
+  type DecryptFailureReason,
+  type EncryptionDeclaration,
+  type EncryptionVersion,
+  type OpenedMessage,
+  type SealedMessage,
+} from '../crypto/index.ts'
+export { nativePrimitives } from '../crypto/native.ts'
+
+/** End-to-end encryption settings of a client. */
+export interface ClientEncryptionOptions {
+  /** The primitives (default: node:crypto's, `nativePrimitives`). */
+  primitives?: CryptoPrimitives
+  /** Decrypt what arrives (default true); false hands encrypted envelopes over as they are. */
+  decrypt?: boolean
+  /**
+   * Read each new recipient's profile (once per 5 minutes) to encrypt for those that declare it
+   * (default true); false encrypts only when a send asks with `encrypt`.
+   */
+  autoEncrypt?: boolean
+}
+
+/** A message to send, with how to encrypt it. */
+export type SendInput = SendMessageInput & SendEncryptionOptions
+
+/** An encrypted upload: the blob and the attachment entry to put in a message. */
+export interface EncryptedUpload {
+  blob: BlobJson
+  attachment: AttachmentInput & { encrypted: true; dek_enc: string; dek_ct: string }
+  /** The plaintext size (the blob's `size` is the ciphertext's). */
+  plain_size: number
+}
 
 /** Parameters of GET /v1/discover; at least one of tag, q, name, active_since. */
 export interface DiscoverQueryInput {
@@ -69,9 +116,24 @@ export interface CapabilitiesQueryInput {
 
 export class RelayClient {
   readonly transport: Transport
+  /** Sealing, opening and the recipients' declarations (docs/protocol.md, "End-to-end encryption"). */
+  readonly encryption: ClientEncryption
+  private readonly decrypt: boolean
+  private readonly autoEncrypt: boolean
 
-  constructor(opts: ClientOptions) {
+  constructor(opts: ClientOptions & { encryption?: ClientEncryptionOptions }) {
     this.transport = new Transport(opts)
+    this.encryption = new ClientEncryption(this.transport, opts.encryption?.primitives)
+    this.decrypt = opts.encryption?.decrypt !== false
+    this.autoEncrypt = opts.encryption?.autoEncrypt !== false
+  }
+
+  private opened<T extends MessageJson>(message: T): T & ReceivedMessageJson {
+    return this.decrypt ? this.encryption.open(message) : message
+  }
+
+  private openedPage(page: MessagePageJson): ReceivedPageJson {
+    return this.decrypt ? { ...page, messages: page.messages.map((m) => this.encryption.open(m)) } : page
   }
 
   get publicKey(): string {
@@ -136,18 +198,44 @@ export class RelayClient {
   }
 
   // --- messages ---
-  /** Sends a message; resolves once the relay has committed it. */
-  send(message: SendMessageInput): Promise<SendResultJson> {
-    return this.transport.json('POST', '/v1/messages', message)
+  /**
+   * Sends a message; resolves once the relay has committed it. The body is end-to-end encrypted when
+   * `encrypt` asks for it or the recipient's profile declares it reads encrypted messages (v3 when
+   * declared, else v2); `plain: true` sends plaintext. A plaintext send refused with
+   * `encryption_required` is sent again encrypted, unless `plain` or `encrypt: false` was given.
+   */
+  async send(message: SendInput): Promise<SendResultJson> {
+    const { encrypt, plain, ...wire } = message
+    const skip = wire.content_type === ENCRYPTED_CONTENT_TYPE || (!this.autoEncrypt && encrypt === undefined)
+    const version = skip ? null : await this.encryption.versionFor(wire.recipient_key, { encrypt, plain })
+    try {
+      return await this.transport.json('POST', '/v1/messages', version ? this.encryption.seal(wire, version) : wire)
+    } catch (err) {
+      const retry = !version && !plain && encrypt !== false && wire.content_type !== ENCRYPTED_CONTENT_TYPE
+      if (!retry || !(err instanceof RelayApiError) || err.code !== 'encryption_required') throw err
+      this.encryption.forget(wire.recipient_key)
+      const v = (await this.encryption.versionFor(wire.recipient_key, { encrypt: true })) ?? 2
+      return this.transport.json('POST', '/v1/messages', this.encryption.seal(wire, v))
+    }
   }
 
-  /** One page of your inbox, oldest first; returned `sent` messages become `delivered`. */
-  poll(query: PollQuery = {}): Promise<MessagePageJson> {
-    return this.transport.json('GET', '/v1/messages' + buildQuery(query as Query))
+  /**
+   * Publishes in your profile that you read encrypted messages (`metadata.encryption`), keeping the rest
+   * of your metadata; `require: true` also asks the relay to refuse plaintext sends to you.
+   */
+  async declareEncryption(opts: { require?: boolean } = {}): Promise<AgentJson> {
+    const me = await this.getAgent()
+    const metadata = { ...me.metadata, [ENCRYPTION_METADATA_KEY]: encryptionDeclaration(opts.require ?? false) }
+    return this.updateProfile({ metadata })
+  }
+
+  /** One page of your inbox, oldest first; returned `sent` messages become `delivered`. Encrypted ones come decrypted. */
+  async poll(query: PollQuery = {}): Promise<ReceivedPageJson> {
+    return this.openedPage(await this.transport.json('GET', '/v1/messages' + buildQuery(query as Query)))
   }
 
   /** Every page from `query` on (following next_cursor) until has_more is false. */
-  async *pollPages(query: PollQuery = {}): AsyncGenerator<MessagePageJson> {
+  async *pollPages(query: PollQuery = {}): AsyncGenerator<ReceivedPageJson> {
     let cursor = query.cursor
     for (;;) {
       const page = await this.poll({ ...query, cursor })
@@ -158,8 +246,8 @@ export class RelayClient {
   }
 
   /** A message you sent or received; reading one addressed to you marks it delivered. */
-  getMessage(messageId: string): Promise<MessageJson> {
-    return this.transport.json('GET', `/v1/messages/${encodeURIComponent(messageId)}`)
+  async getMessage(messageId: string): Promise<ReceivedMessageJson> {
+    return this.opened(await this.transport.json<MessageJson>('GET', `/v1/messages/${encodeURIComponent(messageId)}`))
   }
 
   messageStatus(messageId: string): Promise<MessageStatusJson> {
@@ -167,8 +255,8 @@ export class RelayClient {
   }
 
   /** One page of a thread's messages that you sent or received, oldest first. */
-  thread(threadId: string, query: PageQuery = {}): Promise<MessagePageJson> {
-    return this.transport.json('GET', `/v1/messages/threads/${encodeURIComponent(threadId)}` + buildQuery(query as Query))
+  async thread(threadId: string, query: PageQuery = {}): Promise<ReceivedPageJson> {
+    return this.openedPage(await this.transport.json('GET', `/v1/messages/threads/${encodeURIComponent(threadId)}` + buildQuery(query as Query)))
   }
 
   // --- blobs ---
@@ -238,6 +326,54 @@ export class RelayClient {
     return writeBlobToFile(await this.downloadBlob(blobId), blobId, path, opts)
   }
 
+  /**
+   * Encrypts a file, bytes, Blob or stream for `recipientKey` and uploads the ciphertext, in constant
+   * memory: a fresh data-encryption key, the segmented cipher, the key wrapped for the recipient (v3 when
+   * it declares it, else v2, or `version`). Put `attachment` in the message's attachments. The stored
+   * blob's size and hash are the ciphertext's; `onProgress` sees ciphertext bytes sent.
+   */
+  async uploadEncryptedBlob(
+    source: BlobSource,
+    opts: { recipientKey: string; version?: EncryptionVersion; filename?: string; onProgress?: (sentBytes: number) => void },
+  ): Promise<EncryptedUpload> {
+    const version = opts.version ?? (await this.encryption.versionFor(opts.recipientKey, { encrypt: true }))!
+    const dek = this.encryption.api.newDek()
+    let plainSize = 0
+    const counted = (await plaintextStream(source)).pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          plainSize += chunk.byteLength
+          controller.enqueue(chunk)
+        },
+      }),
+    )
+    const blob = await this.uploadBlob(this.encryption.api.encryptBlobStream(dek, counted), { contentType: 'application/octet-stream', onProgress: opts.onProgress })
+    const wrapped = this.encryption.api.wrapDek({ version, dek, sender: this.transport.keys, recipientKey: opts.recipientKey })
+    const attachment = { blob_id: blob.blob_id, encrypted: true as const, ...wrapped, ...(opts.filename ? { filename: opts.filename } : {}) }
+    return { blob, attachment, plain_size: plainSize }
+  }
+
+  /**
+   * The plaintext of an encrypted attachment of `message` as a stream, decrypted while it downloads; the
+   * stream errors with DecryptError (with a reason) if the bytes were changed, cut or are not for you.
+   */
+  async downloadDecrypted(message: Pick<MessageJson, 'sender_key' | 'body'> & { encryption?: ReceivedMessageJson['encryption'] }, attachment: AttachmentJson): Promise<ReadableStream<Uint8Array>> {
+    const dek = this.encryption.attachmentKey(message, attachment)
+    const res = await this.downloadBlob(attachment.blob_id)
+    return this.encryption.api.decryptBlobStream(dek, res.body ?? new Blob([]).stream())
+  }
+
+  /** downloadDecrypted into `path`, renamed into place only once every segment authenticated. */
+  async downloadDecryptedToFile(
+    message: Pick<MessageJson, 'sender_key' | 'body'> & { encryption?: ReceivedMessageJson['encryption'] },
+    attachment: AttachmentJson,
+    path: string,
+    opts: { overwrite?: boolean; onProgress?: (receivedBytes: number) => void } = {},
+  ): Promise<DownloadedFile> {
+    const plain = await this.downloadDecrypted(message, attachment)
+    return writeBlobToFile(new Response(plain, { headers: { 'content-type': 'application/octet-stream' } }), attachment.blob_id, path, opts)
+  }
+
   /** A blob's size, content type and hash without its bytes (HEAD). */
   async blobInfo(blobId: string): Promise<{ blob_id: string; size: number; content_type: string; hash: string }> {
     const res = await this.transport.send('HEAD', `/v1/blobs/${encodeURIComponent(blobId)}`)
@@ -287,7 +423,9 @@ export class RelayClient {
    * (unless `autoAck: false`). A message whose handler throws stays `sent` and comes again later.
    */
   listen(opts: ListenOptions): Promise<void> {
-    return listenLoop(this.transport, opts)
+    if (!this.decrypt) return listenLoop(this.transport, opts)
+    // decryption never throws: a message that does not open reaches the handler marked with the reason
+    return listenLoop(this.transport, { ...opts, onMessage: (message, socket) => opts.onMessage(this.opened(message), socket) })
   }
 
   // --- webhooks: always your own ---
@@ -311,3 +449,10 @@ export class RelayClient {
   }
 }
 
+/** The bytes of an upload source as one stream, read lazily (a path is opened as a file-backed Blob). */
+async function plaintextStream(source: BlobSource): Promise<ReadableStream<Uint8Array>> {
+  if (source instanceof ReadableStream) return source
+  if (source instanceof Blob) return source.stream()
+  if (typeof source === 'string') return (await openAsBlob(source)).stream()
+  return new Blob([source instanceof ArrayBuffer ? new Uint8Array(source) : (source as Uint8Array<ArrayBuffer>)]).stream()
+}

@@ -106,6 +106,20 @@ export interface SendResultJson {
   expires_at: string
 }
 
+/** Set by the client on a message that arrived end-to-end encrypted (never sent by the relay). */
+export interface MessageEncryptionJson {
+  /** The format version of the body (2: MRP's HPKE Auth mode; 3: HPKE Base mode with a signature inside). */
+  version: number
+  /** True when the ciphertext proves that `sender_key` wrote it. */
+  sender_verified: boolean
+  /** v3: the key that signed, when it is not `sender_key`. */
+  signer_key?: string
+  /** v3: the sender's clock when it sealed the message. */
+  sealed_at?: string
+  /** Present when the message could not be decrypted: `body` is then still the encrypted envelope. */
+  error?: { reason: string; message: string }
+}
+
 export interface MessageJson {
   message_id: string
   sender_key: PublicKey
@@ -126,6 +140,13 @@ export interface MessagePageJson {
   messages: MessageJson[]
   has_more: boolean
   next_cursor: string | null
+}
+
+/** A message as the client hands it over: decrypted when it arrived encrypted, with what decryption found. */
+export type ReceivedMessageJson = MessageJson & { encryption?: MessageEncryptionJson }
+
+export interface ReceivedPageJson extends Omit<MessagePageJson, 'messages'> {
+  messages: ReceivedMessageJson[]
 }
 
 export interface MessageStatusJson {

@@ -1,9 +1,11 @@
 /**
  * For webhook receivers: checks a delivery the way the protocol asks — HMAC-SHA256 of the exact
  * raw body with the 32 secret bytes, compared in constant time; the timestamp within ±5 minutes — and
- * returns the parsed delivery. Web Crypto only, so it runs in Bun, Node 20+, Deno and workers alike.
+ * returns the parsed delivery. Web Crypto only, so it runs in Bun, Node 20+, Deno and workers alike;
+ * given your keys it also decrypts an end-to-end encrypted message.
  */
-import type { WebhookDeliveryJson } from './types.ts'
+import { bindEncryption, DecryptError, isEncryptedMessage, type AgentKeys, type CryptoPrimitives, type Encryption } from '../crypto/index.ts'
+import type { MessageEncryptionJson, WebhookDeliveryJson } from './types.ts'
 
 export type { WebhookDeliveryJson }
 
@@ -29,6 +31,13 @@ export interface VerifyWebhookInput {
   toleranceMs?: number
   /** Current time in ms; default Date.now(). */
   now?: number
+  /**
+   * Your keys: an end-to-end encrypted message is then decrypted, as every other receive path of the
+   * client does (plaintext body and `encryption` facts, or `encryption.error` with the reason).
+   */
+  keys?: AgentKeys
+  /** The primitives to decrypt with (default node:crypto's; pass `purePrimitives` where there is none). */
+  primitives?: CryptoPrimitives
 }
 
 function header(headers: HeaderSource, name: string): string | undefined {
@@ -81,9 +90,30 @@ export async function verifyWebhook(input: VerifyWebhookInput): Promise<WebhookD
   if (Math.abs((input.now ?? Date.now()) - sentAt) > (input.toleranceMs ?? 5 * 60_000)) {
     throw new WebhookVerificationError('stale', 'the timestamp is outside the allowed window')
   }
+  let delivery: WebhookDeliveryJson
   try {
-    return JSON.parse(new TextDecoder().decode(raw)) as WebhookDeliveryJson
+    delivery = JSON.parse(new TextDecoder().decode(raw)) as WebhookDeliveryJson
   } catch {
     throw new WebhookVerificationError('bad_body', 'the body is not JSON')
+  }
+  if (!input.keys || !delivery.message || !isEncryptedMessage(delivery.message)) return delivery
+  const primitives = input.primitives ?? (await import('../crypto/native.ts')).nativePrimitives
+  return { ...delivery, message: openReceived(bindEncryption(primitives), input.keys, delivery.message) }
+}
+
+/** Opens an encrypted message, or marks it with why it does not open; never throws. */
+export function openReceived<T extends { sender_key: string; recipient_key: string; content_type: string; body?: unknown }>(
+  e2e: Encryption,
+  keys: AgentKeys,
+  message: T,
+): T & { encryption?: MessageEncryptionJson } {
+  if (!isEncryptedMessage(message)) return message
+  try {
+    const opened = e2e.openMessage(keys, message as Parameters<Encryption['openMessage']>[1])
+    return { ...message, content_type: opened.content_type, body: opened.body, encryption: opened.encryption }
+  } catch (err) {
+    const e = err instanceof DecryptError ? err : new DecryptError('malformed', (err as Error).message)
+    const v = (message.body as { v?: unknown } | null)?.v
+    return { ...message, encryption: { version: typeof v === 'number' ? v : 0, sender_verified: false, error: { reason: e.reason, message: e.message } } }
   }
 }

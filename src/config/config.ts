@@ -16,7 +16,7 @@ export interface Config {
   admission: { mode: 'open' | 'allowlist' | 'existing'; maxAgents: number }
   /** Keys that may call /v1/admin (and are always admitted). */
   admin: { keys: string[] }
-  messages: { expiredRetentionMs: number }
+  messages: { expiredRetentionMs: number; requireEncryption: boolean }
   ws: { maxConnections: number; pingIntervalMs: number; authTimeoutMs: number }
   webhooks: {
     retryDelaysMs: number[]

@@ -27,6 +27,7 @@ export function installMessages(ctx: FeatureContext) {
     clock,
     signals: ctx.signals,
     expiredRetentionMs: config.messages.expiredRetentionMs,
+    requireEncryption: config.messages.requireEncryption,
   })
   const sweeper = new MessageSweeper(storage, config.messages.expiredRetentionMs)
   ctx.scheduler.add(EXPIRE_MESSAGES_JOB, config.sweepIntervalMs, async (now) => {

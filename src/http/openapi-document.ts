@@ -92,6 +92,7 @@ const EXAMPLE_MESSAGES: Record<ErrorCode, string> = {
   range_not_satisfiable: 'The range selects no byte of this blob (1024 bytes)',
   request_timeout: 'The request body did not arrive within 30 s',
   unprocessable_entity: 'A message needs a body or at least one attachment',
+  encryption_required: 'The recipient accepts only end-to-end encrypted messages: content_type must be application/x-m2m-encrypted',
   rate_limit_exceeded: 'Rate limit exceeded: 30 per minute',
   internal_error: 'Internal error',
   service_unavailable: 'The relay is shutting down',

@@ -11,7 +11,8 @@ import { newMessageId } from '../lib/ids.ts'
 import type { AclService } from './acl.ts'
 import { resolveAttachments as rejectAllAttachments, type AttachmentResolver } from './attachments.ts'
 import { encodeCursor } from './cursor.ts'
-import { checkThreadId, parsePageQuery, parsePollQuery, parseSendInput, type RawQuery } from './messages-input.ts'
+import { checkThreadId, parsePageQuery, parsePollQuery, parseSendInput, type RawQuery, type SendRequest } from './messages-input.ts'
+import { assertEncryptedShape, inboxRequiresEncryption } from './encryption-policy.ts'
 import { effectiveStatus, messageStatusToJson, messageToJson } from './messages-json.ts'
 import type { MessageJson, MessagePageJson, MessageStatus, MessageStatusJson, SendResultJson } from './models/message.ts'
 import type { AgentRecord, MessageRecord } from './models/records.ts'
@@ -42,6 +43,8 @@ export interface MessagesServiceDeps {
   signals: Signals
   /** How long an expired envelope stays readable after expires_at (docs/protocol.md §4.6, RELAY_EXPIRED_RETENTION). */
   expiredRetentionMs: number
+  /** Refuse every plaintext send (RELAY_REQUIRE_ENCRYPTION); agents can ask the same for their own inbox. */
+  requireEncryption?: boolean
 }
 
 const notFound = () => new RelayError('message_not_found', 'No such message, or not yours to read')
@@ -56,6 +59,7 @@ export class MessagesService {
   private readonly clock: Clock
   private readonly signals: Signals
   private readonly retentionMs: number
+  private readonly requireEncryption: boolean
   private resolveAttachments: AttachmentResolver = rejectAllAttachments
   private readonly insertHooks: InsertHook[] = []
 
@@ -66,6 +70,7 @@ export class MessagesService {
     this.clock = deps.clock
     this.signals = deps.signals
     this.retentionMs = deps.expiredRetentionMs
+    this.requireEncryption = deps.requireEncryption ?? false
   }
 
   /**
@@ -198,9 +203,10 @@ export class MessagesService {
     let rate: RateInfo | null = null
     try {
       const req = parseSendInput(input)
+      if (this.requireEncryption) assertEncryptedShape(req, 'relay')
       const attachments = req.attachments.length ? await this.resolveAttachments(senderKey, req.attachments, now) : []
       rate = await this.limiter.enforce('send', senderKey, now)
-      await this.admit(senderKey, req.recipientKey)
+      await this.admit(senderKey, req)
       const row: MessageRecord = {
         messageId: newMessageId(now),
         senderKey,
@@ -222,8 +228,13 @@ export class MessagesService {
     }
   }
 
-  /** docs/protocol.md §4.3 step 6. A self-send is always accepted; an unknown recipient is accepted. */
-  private async admit(senderKey: string, recipientKey: string): Promise<void> {
+  /**
+   * docs/protocol.md §4.3 step 6. A self-send is always accepted; an unknown recipient is accepted. A
+   * recipient whose profile asks for encrypted messages only gets them (422 `encryption_required`),
+   * checked after its inbox policy so a refused sender learns nothing of the profile.
+   */
+  private async admit(senderKey: string, req: SendRequest): Promise<void> {
+    const recipientKey = req.recipientKey
     if (recipientKey === senderKey) return
     // the agent record, as the authenticator reads it: served from the agent cache on the hot path
     const recipient = await this.storage.agents.find(recipientKey)
@@ -232,6 +243,7 @@ export class MessagesService {
     if (!(await this.acl.admits(recipientKey, recipient.inboxPolicy, senderKey))) {
       throw new RelayError('acl_denied', "The recipient's inbox policy does not accept messages from you")
     }
+    if (inboxRequiresEncryption(recipient.metadata)) assertEncryptedShape(req, 'recipient')
   }
 
   /** docs/protocol.md §4.3: a reply without thread_id joins the thread of the message it answers, if readable. */

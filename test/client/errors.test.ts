@@ -27,6 +27,8 @@ function shortWindowClient(opts: { rateLimitRetry?: { retries?: number; maxWaitM
     baseUrl: BASE_URL,
     keys: generateKeyPair(),
     now: () => t.clock.now(),
+    // these tests count requests: no profile look-ups for encryption
+    encryption: { autoEncrypt: false },
     fetch: async (req) => {
       signatures.add(req.headers.get('x-m2m-signature') ?? '')
       const res = await t.relay.handle(req)
@@ -75,6 +77,7 @@ describe('429', () => {
         return new Response(res.body, { status: 429, headers })
       },
       rateLimitRetry: { retries: 2 },
+      encryption: { autoEncrypt: false },
     })
     await client.send({ recipient_key: to, body: 1 })
     const err = await client.send({ recipient_key: to, body: 2 }).catch((e) => e)

@@ -1,0 +1,98 @@
+/**
+ * End-to-end encryption in the client (docs/protocol.md, "End-to-end encryption"): which version to
+ * send a recipient (from the declaration in its profile), sealing a send, and opening what arrives —
+ * never throwing for a message that does not open, but marking it with the reason.
+ */
+import { bindEncryption, ENCRYPTED_CONTENT_TYPE, readEncryptionDeclaration, type CryptoPrimitives, type Encryption, type EncryptionDeclaration, type EncryptionVersion } from '../crypto/index.ts'
+import { nativePrimitives } from '../crypto/native.ts'
+import type { Transport } from './transport.ts'
+import { openReceived } from './webhook-verify.ts'
+import { RelayApiError } from './transport.ts'
+import type { AttachmentInput, AttachmentJson, MessageEncryptionJson, MessageJson, SendMessageInput } from './types.ts'
+
+/** How a send is encrypted: `true` picks the version (v3 when the recipient declares it, else v2). */
+export type EncryptChoice = boolean | EncryptionVersion
+
+export interface SendEncryptionOptions {
+  /** Encrypt even when the recipient declares nothing (true), or with this version; false = never. */
+  encrypt?: EncryptChoice
+  /** Send plaintext whatever the recipient declares (the relay may still refuse it). */
+  plain?: boolean
+}
+
+/** How long a recipient's declaration is trusted before its profile is read again. */
+const DECLARATION_TTL_MS = 5 * 60_000
+
+export class ClientEncryption {
+  readonly api: Encryption
+  private readonly declarations = new Map<string, { declaration: EncryptionDeclaration | null; at: number }>()
+
+  constructor(
+    private readonly transport: Transport,
+    primitives: CryptoPrimitives = nativePrimitives,
+  ) {
+    this.api = bindEncryption(primitives)
+  }
+
+  /** What `key` declares in its profile; null when nothing, or its profile is not readable by us. */
+  async declarationOf(key: string): Promise<EncryptionDeclaration | null> {
+    const now = Date.now()
+    const hit = this.declarations.get(key)
+    if (hit && now - hit.at < DECLARATION_TTL_MS) return hit.declaration
+    let declaration: EncryptionDeclaration | null = null
+    try {
+      const agent = await this.transport.json<{ metadata?: unknown }>('GET', `/v1/agents/${encodeURIComponent(key)}`)
+      declaration = readEncryptionDeclaration(agent.metadata)
+    } catch (err) {
+      // an unknown or private recipient declares nothing; anything else is the caller's problem
+      if (!(err instanceof RelayApiError) || (err.status !== 404 && err.status !== 403)) throw err
+    }
+    this.declarations.set(key, { declaration, at: now })
+    return declaration
+  }
+
+  forget(key: string): void {
+    this.declarations.delete(key)
+  }
+
+  /** The version to send `recipientKey`, or null for plaintext, by the rules of the protocol document. */
+  async versionFor(recipientKey: string, opts: SendEncryptionOptions): Promise<EncryptionVersion | null> {
+    if (opts.plain || opts.encrypt === false) return null
+    if (opts.encrypt === 2 || opts.encrypt === 3) return opts.encrypt
+    const declared = await this.declarationOf(recipientKey)
+    if (declared) return declared.versions.includes(3) ? 3 : 2
+    // asked to encrypt for an agent that declares nothing: v2 is what MRP agents read
+    return opts.encrypt === true ? 2 : null
+  }
+
+  /** The message to POST: sealed when `version` is given (a body already encrypted is left alone). */
+  seal(message: SendMessageInput, version: EncryptionVersion): SendMessageInput {
+    if (message.content_type === ENCRYPTED_CONTENT_TYPE) return message
+    // plaintext attachments stay as given (the relay can read them); v3 signs the encrypted ones
+    const encryptedAttachments = (message.attachments ?? []).filter((a) => a.encrypted)
+    if (message.body === undefined || message.body === null) return message
+    const sealed = this.api.sealMessage({
+      version,
+      sender: this.transport.keys,
+      recipientKey: message.recipient_key,
+      contentType: message.content_type ?? 'application/json',
+      body: message.body,
+      attachments: encryptedAttachments.map((a) => ({ dek_enc: a.dek_enc ?? '', dek_ct: a.dek_ct ?? '' })),
+    })
+    return { ...message, content_type: sealed.content_type, body: sealed.body }
+  }
+
+  /**
+   * A received message as plaintext with `encryption` facts; a message that does not open keeps its
+   * envelope and gets `encryption.error` with the reason. Plaintext messages come back unchanged.
+   */
+  open<T extends Pick<MessageJson, 'sender_key' | 'recipient_key' | 'content_type' | 'body'>>(message: T): T & { encryption?: MessageEncryptionJson } {
+    return openReceived(this.api, this.transport.keys, message)
+  }
+
+  /** The data-encryption key of an encrypted attachment of a message we received (or sent to ourselves). */
+  attachmentKey(message: Pick<MessageJson, 'sender_key' | 'body'> & { encryption?: MessageEncryptionJson }, attachment: Pick<AttachmentJson, 'dek_enc' | 'dek_ct'> | AttachmentInput): Uint8Array {
+    const v = message.encryption?.version ?? (message.body as { v?: unknown } | null)?.v
+    return this.api.unwrapDek(this.transport.keys, message.sender_key, attachment, v === 2 ? 2 : 3).dek
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * Attachment bytes under a data-encryption key (DEK), in constant memory whatever the size: a STREAM
+ * construction (Hoang, Reyhanitabar, Rogaway, Vizár 2015), laid out as age lays out its payload.
+ *
+ *   header   = 0x01 (this format) ‖ salt (16 random bytes)
+ *   key      = HKDF-SHA256(salt, DEK, "agent-relay e2e attachment v1", 32)
+ *   segments = AES-256-GCM(key, nonce_i, plaintext_i), plaintext_i 64 KiB except the last (0–64 KiB;
+ *              empty only when the whole plaintext is), nonce_i = i as 11 bytes big-endian ‖ last flag
+ *
+ * Dropping, reordering, duplicating or truncating segments fails authentication; so does cutting the
+ * stream at a segment boundary (the last segment's flag). AES-256-GCM because it is native in Bun, Node
+ * and every browser's WebCrypto, where ChaCha20-Poly1305 is not (docs/protocol.md explains the figures).
+ */
+import { BLOB_FORMAT_AES256GCM_64K, BLOB_HEADER_BYTES, BLOB_KEY_INFO, BLOB_SALT_BYTES, BLOB_SEGMENT_BYTES, BLOB_TAG_BYTES, DEK_BYTES } from './constants.ts'
+import { DecryptError } from './errors.ts'
+import { hkdfExpand, hkdfExtract } from './hkdf.ts'
+import type { CryptoPrimitives } from './primitives.ts'
+
+const CIPHER_SEGMENT_BYTES = BLOB_SEGMENT_BYTES + BLOB_TAG_BYTES
+
+/** The size of the stored (encrypted) blob for a plaintext of `plainBytes`. */
+export function encryptedBlobSize(plainBytes: number): number {
+  const segments = Math.max(1, Math.ceil(plainBytes / BLOB_SEGMENT_BYTES))
+  return BLOB_HEADER_BYTES + plainBytes + segments * BLOB_TAG_BYTES
+}
+
+/** The plaintext size of a stored blob of `cipherBytes`, or null when no plaintext encrypts to that size. */
+export function decryptedBlobSize(cipherBytes: number): number | null {
+  const body = cipherBytes - BLOB_HEADER_BYTES
+  if (body < BLOB_TAG_BYTES) return null
+  const plain = body - Math.ceil(body / CIPHER_SEGMENT_BYTES) * BLOB_TAG_BYTES
+  return plain >= 0 && encryptedBlobSize(plain) === cipherBytes ? plain : null
+}
+
+function payloadKey(p: CryptoPrimitives, dek: Uint8Array, salt: Uint8Array): Uint8Array {
+  if (dek.length !== DEK_BYTES) throw new Error('a data-encryption key is 32 bytes')
+  return hkdfExpand(p, hkdfExtract(p, salt, dek), BLOB_KEY_INFO, 32)
+}
+
+function segmentNonce(index: number, last: boolean): Uint8Array {
+  const nonce = new Uint8Array(12)
+  let v = index
+  for (let i = 10; i >= 0 && v > 0; i--) {
+    nonce[i] = v % 256
+    v = Math.floor(v / 256)
+  }
+  nonce[11] = last ? 1 : 0
+  return nonce
+}
+
+const EMPTY = new Uint8Array(0)
+
+/** Chunks in, exact-size slices out, without copying everything on every push. */
+class ByteQueue {
+  private chunks: Uint8Array[] = []
+  private head = 0
+  length = 0
+
+  push(chunk: Uint8Array): void {
+    if (chunk.length === 0) return
+    this.chunks.push(chunk)
+    this.length += chunk.length
+  }
+
+  take(n: number): Uint8Array {
+    const first = this.chunks[0]
+    if (first && first.length - this.head >= n) {
+      const out = first.subarray(this.head, this.head + n)
+      this.head += n
+      if (this.head === first.length) {
+        this.chunks.shift()
+        this.head = 0
+      }
+      this.length -= n
+      return out
+    }
+    const out = new Uint8Array(n)
+    let at = 0
+    while (at < n) {
+      const c = this.chunks[0]!
+      const part = Math.min(c.length - this.head, n - at)
+      out.set(c.subarray(this.head, this.head + part), at)
+      at += part
+      this.head += part
+      if (this.head === c.length) {
+        this.chunks.shift()
+        this.head = 0
+      }
+    }
+    this.length -= n
+    return out
+  }
+}
+
+/** A TransformStream that encrypts plaintext chunks into the stored format. */
+export function createBlobEncryptor(p: CryptoPrimitives, dek: Uint8Array): TransformStream<Uint8Array, Uint8Array> {
+  const salt = p.randomBytes(BLOB_SALT_BYTES)
+  const key = payloadKey(p, dek, salt)
+  const queue = new ByteQueue()
+  let index = 0
+  return new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      const header = new Uint8Array(BLOB_HEADER_BYTES)
+      header[0] = BLOB_FORMAT_AES256GCM_64K
+      header.set(salt, 1)
+      controller.enqueue(header)
+    },
+    transform(chunk, controller) {
+      queue.push(chunk)
+      // a segment goes out once more bytes follow it, so the last one is known to be last
+      while (queue.length > BLOB_SEGMENT_BYTES) {
+        controller.enqueue(p.aes256gcmSeal(key, segmentNonce(index++, false), queue.take(BLOB_SEGMENT_BYTES), EMPTY))
+      }
+    },
+    flush(controller) {
+      controller.enqueue(p.aes256gcmSeal(key, segmentNonce(index, true), queue.take(queue.length), EMPTY))
+    },
+  })
+}
+
+/** A TransformStream that decrypts the stored format; errors with DecryptError on any change. */
+export function createBlobDecryptor(p: CryptoPrimitives, dek: Uint8Array): TransformStream<Uint8Array, Uint8Array> {
+  const queue = new ByteQueue()
+  let key: Uint8Array | null = null
+  let index = 0
+  const readHeader = () => {
+    const header = queue.take(BLOB_HEADER_BYTES)
+    if (header[0] !== BLOB_FORMAT_AES256GCM_64K) throw new DecryptError('unsupported_version', `attachment format ${header[0]} is not supported`)
+    key = payloadKey(p, dek, header.slice(1))
+  }
+  return new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      queue.push(chunk)
+      if (!key && queue.length >= BLOB_HEADER_BYTES) readHeader()
+      while (key && queue.length > CIPHER_SEGMENT_BYTES) {
+        const pt = p.aes256gcmOpen(key, segmentNonce(index, false), queue.take(CIPHER_SEGMENT_BYTES), EMPTY)
+        if (!pt) throw new DecryptError('authentication_failed', `attachment segment ${index} does not authenticate: wrong key or changed bytes`)
+        index++
+        controller.enqueue(pt)
+      }
+    },
+    flush(controller) {
+      if (!key) {
+        if (queue.length < BLOB_HEADER_BYTES) throw new DecryptError('truncated', 'the attachment is shorter than its header')
+        readHeader()
+      }
+      const rest = queue.take(queue.length)
+      if (rest.length < BLOB_TAG_BYTES) throw new DecryptError('truncated', 'the attachment ends inside a segment')
+      if (rest.length === BLOB_TAG_BYTES && index > 0) throw new DecryptError('truncated', 'an empty last segment after full ones')
+      const pt = p.aes256gcmOpen(key!, segmentNonce(index, true), rest, EMPTY)
+      if (!pt) {
+        const cut = rest.length === CIPHER_SEGMENT_BYTES && p.aes256gcmOpen(key!, segmentNonce(index, false), rest, EMPTY)
+        throw cut
+          ? new DecryptError('truncated', 'the attachment was cut short at a segment boundary')
+          : new DecryptError('authentication_failed', `attachment segment ${index} does not authenticate: wrong key or changed bytes`)
+      }
+      controller.enqueue(pt)
+    },
+  })
+}
+
+export function encryptBlobStream(p: CryptoPrimitives, dek: Uint8Array, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  return source.pipeThrough(createBlobEncryptor(p, dek))
+}
+
+export function decryptBlobStream(p: CryptoPrimitives, dek: Uint8Array, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  return source.pipeThrough(createBlobDecryptor(p, dek))
+}
+
+/** Whole-buffer helpers for small attachments and tests. */
+export async function encryptBlob(p: CryptoPrimitives, dek: Uint8Array, plaintext: Uint8Array): Promise<Uint8Array> {
+  return collect(encryptBlobStream(p, dek, streamOf(plaintext)))
+}
+
+export async function decryptBlob(p: CryptoPrimitives, dek: Uint8Array, ciphertext: Uint8Array): Promise<Uint8Array> {
+  return collect(decryptBlobStream(p, dek, streamOf(ciphertext)))
+}
+
+function streamOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(c) {
+      if (bytes.length) c.enqueue(bytes)
+      c.close()
+    },
+  })
+}
+
+async function collect(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = []
+  let size = 0
+  for await (const part of stream as unknown as AsyncIterable<Uint8Array>) {
+    parts.push(part)
+    size += part.length
+  }
+  const out = new Uint8Array(size)
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}

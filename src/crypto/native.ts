@@ -1,0 +1,112 @@
+/**
+ * The primitives on node:crypto, for Bun and Node: X25519, Ed25519, SHA-2, HMAC and AES-256-GCM run in
+ * native code. ChaCha20-Poly1305 is native where the runtime has it (Node); Bun's node:crypto does not
+ * offer it, so there it comes from @noble/ciphers — it only ever seals HPKE payloads (message bodies and
+ * 32-byte keys), never attachment bytes.
+ */
+import * as nodeCrypto from 'node:crypto'
+import { chacha20poly1305 } from '@noble/ciphers/chacha.js'
+import { isAllZero } from './bytes.ts'
+import type { CryptoPrimitives } from './primitives.ts'
+
+// DER prefixes that turn a raw 32-byte key into PKCS#8 / SPKI (RFC 8410), the forms node:crypto imports.
+const X25519_PKCS8 = hexBytes('302e020100300506032b656e04220420')
+const X25519_SPKI = hexBytes('302a300506032b656e032100')
+const ED25519_PKCS8 = hexBytes('302e020100300506032b657004220420')
+const ED25519_SPKI = hexBytes('302a300506032b6570032100')
+
+function hexBytes(hex: string): Uint8Array {
+  return Uint8Array.from(hex.match(/../g)!.map((h) => parseInt(h, 16)))
+}
+
+function der(prefix: Uint8Array, key: Uint8Array): Buffer {
+  const out = Buffer.alloc(prefix.length + key.length)
+  out.set(prefix, 0)
+  out.set(key, prefix.length)
+  return out
+}
+
+const view = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
+
+const x25519Private = (sk: Uint8Array) => nodeCrypto.createPrivateKey({ key: der(X25519_PKCS8, sk), format: 'der', type: 'pkcs8' })
+const x25519Public = (pk: Uint8Array) => nodeCrypto.createPublicKey({ key: der(X25519_SPKI, pk), format: 'der', type: 'spki' })
+
+const hasNativeChacha = nodeCrypto.getCiphers().includes('chacha20-poly1305')
+
+function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+  const cipher = nodeCrypto.createCipheriv(algorithm as 'aes-256-gcm', key, nonce, { authTagLength: 16 })
+  cipher.setAAD(aad, { plaintextLength: plaintext.length })
+  const out = new Uint8Array(plaintext.length + 16)
+  const body = cipher.update(plaintext)
+  out.set(body, 0)
+  const rest = cipher.final()
+  out.set(rest, body.length)
+  out.set(cipher.getAuthTag(), body.length + rest.length)
+  return out
+}
+
+function aeadOpen(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null {
+  if (ciphertext.length < 16) return null
+  const end = ciphertext.length - 16
+  try {
+    const decipher = nodeCrypto.createDecipheriv(algorithm as 'aes-256-gcm', key, nonce, { authTagLength: 16 })
+    decipher.setAAD(aad, { plaintextLength: end })
+    decipher.setAuthTag(ciphertext.subarray(end))
+    const body = decipher.update(ciphertext.subarray(0, end))
+    const rest = decipher.final()
+    if (rest.length === 0) return view(body)
+    const out = new Uint8Array(body.length + rest.length)
+    out.set(body, 0)
+    out.set(rest, body.length)
+    return out
+  } catch {
+    return null
+  }
+}
+
+export const nativePrimitives: CryptoPrimitives = {
+  name: 'native',
+  randomBytes: (length) => view(nodeCrypto.randomBytes(length)),
+  sha256: (data) => view(nodeCrypto.createHash('sha256').update(data).digest()),
+  sha512: (data) => view(nodeCrypto.createHash('sha512').update(data).digest()),
+  hmacSha256: (key, data) => view(nodeCrypto.createHmac('sha256', key).update(data).digest()),
+  x25519PublicKey(secretKey) {
+    const spki = nodeCrypto.createPublicKey(x25519Private(secretKey)).export({ format: 'der', type: 'spki' })
+    return view(spki).slice(X25519_SPKI.length)
+  },
+  x25519(secretKey, publicKey) {
+    let shared: Uint8Array
+    try {
+      shared = view(nodeCrypto.diffieHellman({ privateKey: x25519Private(secretKey), publicKey: x25519Public(publicKey) }))
+    } catch {
+      throw new Error('X25519 failed (invalid or small-order public key)')
+    }
+    if (isAllZero(shared)) throw new Error('X25519 produced the all-zero value')
+    return shared
+  },
+  chacha20poly1305Seal: (key, nonce, plaintext, aad) =>
+    hasNativeChacha ? aeadSeal('chacha20-poly1305', key, nonce, plaintext, aad) : chacha20poly1305(key, nonce, aad).encrypt(plaintext),
+  chacha20poly1305Open(key, nonce, ciphertext, aad) {
+    if (hasNativeChacha) return aeadOpen('chacha20-poly1305', key, nonce, ciphertext, aad)
+    try {
+      return chacha20poly1305(key, nonce, aad).decrypt(ciphertext)
+    } catch {
+      return null
+    }
+  },
+  aes256gcmSeal: (key, nonce, plaintext, aad) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad),
+  aes256gcmOpen: (key, nonce, ciphertext, aad) => aeadOpen('aes-256-gcm', key, nonce, ciphertext, aad),
+  ed25519Sign(seed, message) {
+    const key = nodeCrypto.createPrivateKey({ key: der(ED25519_PKCS8, seed), format: 'der', type: 'pkcs8' })
+    return view(nodeCrypto.sign(null, message, key))
+  },
+  ed25519Verify(publicKey, message, signature) {
+    if (publicKey.length !== 32 || signature.length !== 64) return false
+    try {
+      const key = nodeCrypto.createPublicKey({ key: der(ED25519_SPKI, publicKey), format: 'der', type: 'spki' })
+      return nodeCrypto.verify(null, message, key, signature)
+    } catch {
+      return false
+    }
+  },
+}
