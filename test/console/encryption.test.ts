@@ -158,11 +158,8 @@ describe('/console end-to-end encryption', () => {
         expect(plainAtBob).toMatchObject({ content_type: 'text/plain', body: 'a plaintext note' })
         expect((plainAtBob as any).encryption).toBeUndefined()
 
-        // 4. bob → console: v3 with an encrypted attachment; carol → console: v2
-        const upload = await bob.uploadEncryptedBlob(new TextEncoder().encode(`report ${MARK.clientFile}\n`), { recipientKey: consoleKeys.publicKey, filename: 'report.txt' })
-        const fromBob = await bob.send({ recipient_key: consoleKeys.publicKey, body: { text: `hi console ${MARK.clientBody}` }, attachments: [upload.attachment] })
-        const fromCarol = await carol.send({ recipient_key: consoleKeys.publicKey, content_type: 'text/plain', body: `v2 from carol ${MARK.clientV2Body}`, encrypt: 2 })
-        // 5. failures: a tampered ciphertext, an unknown version, a message sealed for another key
+        // 4. failures first (the inbox shows the newest on top): a tampered ciphertext, an unknown version,
+        // a message sealed for another key
         const sealed = bob.encryption.api.sealMessage({ version: 3, sender: bob.transport.keys, recipientKey: consoleKeys.publicKey, body: { text: 'tampered' } })
         const ct = Buffer.from(sealed.body.ct, 'base64url')
         ct[20] ^= 1
@@ -170,6 +167,10 @@ describe('/console end-to-end encryption', () => {
         const future = await bob.send({ recipient_key: consoleKeys.publicKey, content_type: ENCRYPTED_CONTENT_TYPE, body: { v: 9, enc: sealed.body.enc, ct: sealed.body.ct } })
         const otherKey = bob.encryption.api.sealMessage({ version: 3, sender: bob.transport.keys, recipientKey: carol.publicKey, body: { text: 'for carol' } })
         const misdirected = await bob.send({ recipient_key: consoleKeys.publicKey, content_type: ENCRYPTED_CONTENT_TYPE, body: otherKey.body })
+        // 5. carol → console: v2; bob → console: v3 with an encrypted attachment
+        const fromCarol = await carol.send({ recipient_key: consoleKeys.publicKey, content_type: 'text/plain', body: `v2 from carol ${MARK.clientV2Body}`, encrypt: 2 })
+        const upload = await bob.uploadEncryptedBlob(new TextEncoder().encode(`report ${MARK.clientFile}\n`), { recipientKey: consoleKeys.publicKey, filename: 'report.txt' })
+        const fromBob = await bob.send({ recipient_key: consoleKeys.publicKey, body: { text: `hi console ${MARK.clientBody}` }, attachments: [upload.attachment] })
 
         await page.getByRole('link', { name: 'Inbox' }).click()
         for (const m of [fromBob, fromCarol, tampered, future, misdirected]) await card(m.message_id).waitFor({ timeout: 10_000 })
@@ -191,7 +192,6 @@ describe('/console end-to-end encryption', () => {
         expect(await card(future.message_id).locator('.lock.failed').textContent()).toContain('version')
         // the encrypted attachment downloads decrypted
         expect(await downloaded(card(fromBob.message_id).getByRole('button', { name: 'Download report.txt' }))).toEqual({ name: 'report.txt', text: `report ${MARK.clientFile}\n` })
-        await card(tampered.message_id).scrollIntoViewIfNeeded()
         await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
         await shot('inbox-encrypted', false)
         for (const m of [fromBob, fromCarol, tampered, future, misdirected]) await card(m.message_id).getByRole('button', { name: 'Ack' }).click()
@@ -209,6 +209,9 @@ describe('/console end-to-end encryption', () => {
         const plainRow = page.locator('tr.plain')
         expect(await plainRow.count()).toBe(1)
         expect(await plainRow.locator('.body-cell').textContent()).toContain('readable')
+        // the stored envelope of the newest message, opened: ciphertext
+        await row(fromBob.message_id).locator('details').evaluate((d: any) => (d.open = true))
+        expect(await row(fromBob.message_id).locator('pre.stored').textContent()).toContain('"ct"')
         await shot('relay-sees', false)
 
         // 7. a key stored before the console encrypted (no X25519 half): it says why, until re-imported
