@@ -1,5 +1,5 @@
 /**
- * End-to-end encryption in the client (docs/protocol.md, "End-to-end encryption"): which version to
+ * End-to-end encryption in the client (docs/protocol.md §14): which version to
  * send a recipient (from the declaration in its profile), sealing a send, and opening what arrives —
  * never throwing for a message that does not open, but marking it with the reason.
  */

@@ -86,6 +86,11 @@ export interface ClientEncryptionOptions {
   autoEncrypt?: boolean
 }
 
+/** listen() options: the handler gets messages decrypted (see ReceivedMessageJson). */
+export type ClientListenOptions = Omit<ListenOptions, 'onMessage'> & {
+  onMessage: (message: ReceivedMessageJson, socket: RelaySocket) => unknown | Promise<unknown>
+}
+
 /** A message to send, with how to encrypt it. */
 export type SendInput = SendMessageInput & SendEncryptionOptions
 
@@ -116,7 +121,7 @@ export interface CapabilitiesQueryInput {
 
 export class RelayClient {
   readonly transport: Transport
-  /** Sealing, opening and the recipients' declarations (docs/protocol.md, "End-to-end encryption"). */
+  /** Sealing, opening and the recipients' declarations (docs/protocol.md §14). */
   readonly encryption: ClientEncryption
   private readonly decrypt: boolean
   private readonly autoEncrypt: boolean
@@ -422,7 +427,7 @@ export class RelayClient {
    * with exponential backoff and a fresh auth frame, and acks each message once `onMessage` resolved
    * (unless `autoAck: false`). A message whose handler throws stays `sent` and comes again later.
    */
-  listen(opts: ListenOptions): Promise<void> {
+  listen(opts: ClientListenOptions): Promise<void> {
     if (!this.decrypt) return listenLoop(this.transport, opts)
     // decryption never throws: a message that does not open reaches the handler marked with the reason
     return listenLoop(this.transport, { ...opts, onMessage: (message, socket) => opts.onMessage(this.opened(message), socket) })

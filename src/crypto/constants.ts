@@ -1,6 +1,6 @@
 /**
  * Every constant the encrypted formats put on the wire or into a key derivation, in one place, so a
- * change for interoperability is a change of this file (docs/protocol.md, "End-to-end encryption").
+ * change for interoperability is a change of this file (docs/protocol.md §14).
  */
 import { utf8 } from './bytes.ts'
 

@@ -27,7 +27,7 @@ export function wrapDek(p: CryptoPrimitives, input: WrapKeyInput): WrappedKeyFie
   const pkR = edPublicToX25519(recipient)
   const { enc, ct } =
     input.version === 2
-      ? seal(p, pkR, V2_DEK_INFO, V2_DEK_AAD, input.dek, { senderSecretKey: edSeedToX25519(p, input.sender.seed) })
+      ? seal(p, pkR, V2_DEK_INFO, V2_DEK_AAD, input.dek, { senderSecretKey: edSeedToX25519(p, input.sender.seed), senderPublicKey: edPublicToX25519(fromBase64Url(input.sender.publicKey)!) })
       : seal(p, pkR, V3_DEK_INFO, V3_DEK_AAD, input.dek)
   return { dek_enc: toBase64Url(enc), dek_ct: toBase64Url(ct) }
 }
@@ -47,7 +47,7 @@ export function unwrapDek(p: CryptoPrimitives, recipient: AgentKeys, senderKey: 
   const ct = fromBase64Url(fields.dek_ct ?? '')
   if (!enc || enc.length !== 32 || !ct || ct.length !== DEK_BYTES + 16) throw new DecryptError('malformed', 'dek_enc / dek_ct are not a wrapped 32-byte key')
   const skR = edSeedToX25519(p, recipient.seed)
-  const pkR = p.x25519PublicKey(skR)
+  const pkR = edPublicToX25519(fromBase64Url(recipient.publicKey)!)
   for (const version of prefer === 3 ? ([3, 2] as const) : ([2, 3] as const)) {
     let dek: Uint8Array | null
     try {

@@ -86,9 +86,24 @@ export class HpkeContext {
   }
 }
 
+// psk_id is always empty and `info` is one of a few constants: their hashes are computed once
+const infoHashes = new Map<string, Uint8Array>()
+
+function infoHashOf(p: CryptoPrimitives, info: Uint8Array): Uint8Array {
+  const id = String.fromCharCode(...info)
+  let hash = infoHashes.get(id)
+  if (!hash) {
+    hash = labeledExtract(p, HPKE_SUITE, EMPTY, 'info_hash', info)
+    if (infoHashes.size < 64) infoHashes.set(id, hash)
+  }
+  return hash
+}
+
+let pskIdHashCache: Uint8Array | null = null
+
 function keySchedule(p: CryptoPrimitives, mode: number, sharedSecret: Uint8Array, info: Uint8Array): HpkeContext {
-  const pskIdHash = labeledExtract(p, HPKE_SUITE, EMPTY, 'psk_id_hash', EMPTY)
-  const infoHash = labeledExtract(p, HPKE_SUITE, EMPTY, 'info_hash', info)
+  const pskIdHash = (pskIdHashCache ??= labeledExtract(p, HPKE_SUITE, EMPTY, 'psk_id_hash', EMPTY))
+  const infoHash = infoHashOf(p, info)
   const context = concatBytes(Uint8Array.of(mode), pskIdHash, infoHash)
   const secret = labeledExtract(p, HPKE_SUITE, sharedSecret, 'secret', EMPTY)
   return new HpkeContext(
@@ -108,21 +123,24 @@ export interface SenderSetup {
 export interface SetupSenderOptions {
   /** Mode Auth when given: the sender's static X25519 secret key. */
   senderSecretKey?: Uint8Array
+  /** Its public key, when the caller has it at hand (saves a scalar multiplication). */
+  senderPublicKey?: Uint8Array
   /** The ephemeral secret key; only for reproducing published test vectors — never set it otherwise. */
   ephemeralSecretKey?: Uint8Array
 }
 
 /** SetupBaseS / SetupAuthS (RFC 9180 §5.1.1, §5.1.3). */
 export function setupSender(p: CryptoPrimitives, recipientPublicKey: Uint8Array, info: Uint8Array, opts: SetupSenderOptions = {}): SenderSetup {
-  const skE = opts.ephemeralSecretKey ?? p.randomBytes(32)
-  const enc = p.x25519PublicKey(skE)
+  const ephemeral = opts.ephemeralSecretKey ? { secretKey: opts.ephemeralSecretKey, publicKey: p.x25519PublicKey(opts.ephemeralSecretKey) } : p.x25519Generate()
+  const skE = ephemeral.secretKey
+  const enc = ephemeral.publicKey
   const dhR = p.x25519(skE, recipientPublicKey)
   if (!opts.senderSecretKey) {
     const shared = extractAndExpand(p, dhR, concatBytes(enc, recipientPublicKey))
     return { enc, context: keySchedule(p, MODE_BASE, shared, info) }
   }
   const dhS = p.x25519(opts.senderSecretKey, recipientPublicKey)
-  const pkS = p.x25519PublicKey(opts.senderSecretKey)
+  const pkS = opts.senderPublicKey ?? p.x25519PublicKey(opts.senderSecretKey)
   const shared = extractAndExpand(p, concatBytes(dhR, dhS), concatBytes(enc, recipientPublicKey, pkS))
   return { enc, context: keySchedule(p, MODE_AUTH, shared, info) }
 }

@@ -1,5 +1,5 @@
 /**
- * End-to-end encryption for agents (docs/protocol.md, "End-to-end encryption"): the formats, over a
+ * End-to-end encryption for agents (docs/protocol.md §14): the formats, over a
  * set of primitives the caller chooses — `nativePrimitives` (./native.ts) in Bun and Node,
  * `purePrimitives` (./pure.ts) in a browser. `bindEncryption(primitives)` returns the whole API with the
  * primitives filled in; this module itself imports neither implementation.

@@ -1,5 +1,5 @@
 /**
- * Sealing and opening message bodies (docs/protocol.md, "End-to-end encryption"):
+ * Sealing and opening message bodies (docs/protocol.md §14):
  * - v2, MRP's format: HPKE Auth mode from the sender's to the recipient's converted keys;
  *   body `{v: 2, enc, ct, ct_content_type}`.
  * - v3: HPKE Base mode to the recipient; the plaintext carries the sender's key, the plaintext content
@@ -122,7 +122,8 @@ export function sealMessage(p: CryptoPrimitives, input: SealMessageInput): Seale
   const pkR = xPublic(input.recipientKey, "the recipient's")
   if (input.version === 2) {
     const skS = edSeedToX25519(p, input.sender.seed)
-    const { enc, ct } = seal(p, pkR, V2_MESSAGE_INFO, V2_MESSAGE_AAD, plaintext, { senderSecretKey: skS })
+    const pkS = xPublic(input.sender.publicKey, "the sender's")
+    const { enc, ct } = seal(p, pkR, V2_MESSAGE_INFO, V2_MESSAGE_AAD, plaintext, { senderSecretKey: skS, senderPublicKey: pkS })
     return { content_type: ENCRYPTED_CONTENT_TYPE, body: { v: 2, enc: toBase64Url(enc), ct: toBase64Url(ct), ct_content_type: contentType } }
   }
   if (input.version !== 3) throw new Error(`unknown encryption version ${input.version}`)
@@ -165,7 +166,8 @@ export function openMessage(p: CryptoPrimitives, recipient: AgentKeys, message: 
   const parsed = parseEncryptedBody(message.body)
   if (message.recipient_key !== recipient.publicKey) throw new DecryptError('bad_key', 'the message is addressed to another key')
   const skR = edSeedToX25519(p, recipient.seed)
-  const pkR = p.x25519PublicKey(skR)
+  // the converted Ed25519 public key is the X25519 public key of skR (and is cached)
+  const pkR = xPublic(recipient.publicKey, 'our')
   if (parsed.v === 2) {
     const pkS = xPublic(message.sender_key, "the sender's")
     const pt = tryOpen(() => open(p, parsed.enc, skR, V2_MESSAGE_INFO, V2_MESSAGE_AAD, parsed.ct, { senderPublicKey: pkS, recipientPublicKey: pkR }))

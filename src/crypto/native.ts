@@ -28,8 +28,37 @@ function der(prefix: Uint8Array, key: Uint8Array): Buffer {
 
 const view = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
 
-const x25519Private = (sk: Uint8Array) => nodeCrypto.createPrivateKey({ key: der(X25519_PKCS8, sk), format: 'der', type: 'pkcs8' })
-const x25519Public = (pk: Uint8Array) => nodeCrypto.createPublicKey({ key: der(X25519_SPKI, pk), format: 'der', type: 'spki' })
+/**
+ * Importing a raw key into node:crypto costs as much as a scalar multiplication, and the same static
+ * keys (an agent's own, its peers') come back on every message: imported keys are kept, by value in
+ * small bounded maps, and generated ephemeral secrets by identity until they are dropped.
+ */
+class KeyCache {
+  private readonly map = new Map<string, nodeCrypto.KeyObject>()
+  constructor(private readonly limit: number) {}
+  get(raw: Uint8Array, make: () => nodeCrypto.KeyObject): nodeCrypto.KeyObject {
+    const id = String.fromCharCode(...raw)
+    let key = this.map.get(id)
+    if (!key) {
+      key = make()
+      if (this.map.size >= this.limit) this.map.delete(this.map.keys().next().value!)
+      this.map.set(id, key)
+    }
+    return key
+  }
+}
+
+const generated = new WeakMap<Uint8Array, nodeCrypto.KeyObject>()
+const x25519Secrets = new KeyCache(64)
+const x25519Publics = new KeyCache(1024)
+const x25519PublicOf = new KeyCache(64)
+const edSecrets = new KeyCache(64)
+const edPublics = new KeyCache(1024)
+
+const x25519Private = (sk: Uint8Array) =>
+  generated.get(sk) ?? x25519Secrets.get(sk, () => nodeCrypto.createPrivateKey({ key: der(X25519_PKCS8, sk), format: 'der', type: 'pkcs8' }))
+const x25519Public = (pk: Uint8Array) => x25519Publics.get(pk, () => nodeCrypto.createPublicKey({ key: der(X25519_SPKI, pk), format: 'der', type: 'spki' }))
+const fromJwk = (text: string | undefined) => view(Buffer.from(text ?? '', 'base64url'))
 
 const hasNativeChacha = nodeCrypto.getCiphers().includes('chacha20-poly1305')
 
@@ -70,9 +99,16 @@ export const nativePrimitives: CryptoPrimitives = {
   sha256: (data) => view(nodeCrypto.createHash('sha256').update(data).digest()),
   sha512: (data) => view(nodeCrypto.createHash('sha512').update(data).digest()),
   hmacSha256: (key, data) => view(nodeCrypto.createHmac('sha256', key).update(data).digest()),
+  x25519Generate() {
+    const pair = nodeCrypto.generateKeyPairSync('x25519')
+    const jwk = pair.privateKey.export({ format: 'jwk' })
+    const secretKey = fromJwk(jwk.d)
+    generated.set(secretKey, pair.privateKey)
+    return { secretKey, publicKey: fromJwk(jwk.x) }
+  },
   x25519PublicKey(secretKey) {
-    const spki = nodeCrypto.createPublicKey(x25519Private(secretKey)).export({ format: 'der', type: 'spki' })
-    return view(spki).slice(X25519_SPKI.length)
+    const handle = x25519PublicOf.get(secretKey, () => nodeCrypto.createPublicKey(x25519Private(secretKey)))
+    return fromJwk(handle.export({ format: 'jwk' }).x)
   },
   x25519(secretKey, publicKey) {
     let shared: Uint8Array
@@ -97,13 +133,13 @@ export const nativePrimitives: CryptoPrimitives = {
   aes256gcmSeal: (key, nonce, plaintext, aad) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad),
   aes256gcmOpen: (key, nonce, ciphertext, aad) => aeadOpen('aes-256-gcm', key, nonce, ciphertext, aad),
   ed25519Sign(seed, message) {
-    const key = nodeCrypto.createPrivateKey({ key: der(ED25519_PKCS8, seed), format: 'der', type: 'pkcs8' })
+    const key = edSecrets.get(seed, () => nodeCrypto.createPrivateKey({ key: der(ED25519_PKCS8, seed), format: 'der', type: 'pkcs8' }))
     return view(nodeCrypto.sign(null, message, key))
   },
   ed25519Verify(publicKey, message, signature) {
     if (publicKey.length !== 32 || signature.length !== 64) return false
     try {
-      const key = nodeCrypto.createPublicKey({ key: der(ED25519_SPKI, publicKey), format: 'der', type: 'spki' })
+      const key = edPublics.get(publicKey, () => nodeCrypto.createPublicKey({ key: der(ED25519_SPKI, publicKey), format: 'der', type: 'spki' }))
       return nodeCrypto.verify(null, message, key, signature)
     } catch {
       return false

@@ -9,6 +9,8 @@ export interface CryptoPrimitives {
   sha256(data: Uint8Array): Uint8Array
   sha512(data: Uint8Array): Uint8Array
   hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array
+  /** A fresh X25519 key pair (HPKE's ephemeral key); implementations may keep a handle to the secret for the DH that follows. */
+  x25519Generate(): { secretKey: Uint8Array; publicKey: Uint8Array }
   /** The X25519 public key of a 32-byte secret scalar. */
   x25519PublicKey(secretKey: Uint8Array): Uint8Array
   /** X25519(secretKey, publicKey); throws when the result would be all zeros (a small-order point). */

@@ -24,6 +24,10 @@ export const purePrimitives: CryptoPrimitives = {
   sha256: (data) => sha256(data),
   sha512: (data) => sha512(data),
   hmacSha256: (key, data) => hmac(sha256, key, data),
+  x25519Generate() {
+    const secretKey = x25519.utils.randomSecretKey()
+    return { secretKey, publicKey: x25519.getPublicKey(secretKey) }
+  },
   x25519PublicKey: (secretKey) => x25519.getPublicKey(secretKey),
   x25519(secretKey, publicKey) {
     const shared = x25519.getSharedSecret(secretKey, publicKey)

@@ -1,5 +1,5 @@
 /**
- * Inboxes that accept only end-to-end encrypted messages (docs/protocol.md, "End-to-end encryption"):
+ * Inboxes that accept only end-to-end encrypted messages (docs/protocol.md §14):
  * the relay checks the *shape* of encryption — the envelope's content type, the body's fields, the
  * attachments' flags — and never anything it would need a key for.
  */

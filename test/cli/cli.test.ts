@@ -118,7 +118,7 @@ describe('errors', () => {
     const r = await cli(['profile', 'set'])
     expect(r.code).toBe(2)
     expect(r.stderr).toBe(
-      'relay: error: nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities\n' +
+      'relay: error: nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities, --encryption\n' +
         'usage: relay profile set [flags] (see relay profile set --help)\n',
     )
     expect(r.stdout).toBe('')

@@ -1,6 +1,7 @@
 import type { CommandSpec } from './command.ts'
 import { fields } from '../format.ts'
 import { humanBytes } from '../format.ts'
+import { encryptionNote } from './show.ts'
 
 export interface MessageView {
   message_id: string
@@ -24,9 +25,10 @@ export const get: CommandSpec = {
   minArgs: 1,
   maxArgs: 1,
   summary: 'show one message you sent or received',
-  description: 'Reading a message addressed to you marks it delivered.',
+  description: 'Reading a message addressed to you marks it delivered. An end-to-end encrypted message is decrypted;\n' +
+    '"encryption" says so, or why it does not open. Download encrypted attachments with relay download --message.',
   async run(ctx) {
-    const m = await ctx.client().call<MessageView>('GET', `/v1/messages/${encodeURIComponent(ctx.args[0])}`)
+    const m = await ctx.client().getMessage(ctx.args[0])
     if (ctx.json) return ctx.out.json(m)
     ctx.out.text(
       fields([
@@ -40,6 +42,7 @@ export const get: CommandSpec = {
         ['thread', m.thread_id],
         ['in reply to', m.in_reply_to],
         ['content type', m.content_type],
+        ['encryption', encryptionNote(m)],
         ['metadata', m.metadata],
       ]),
     )

@@ -1,4 +1,4 @@
-import type { MessageJson } from '../../client/index.ts'
+import type { ReceivedMessageJson } from '../../client/index.ts'
 import { UsageError, type CommandSpec } from './command.ts'
 import { errorLine } from '../format.ts'
 
@@ -8,7 +8,8 @@ export const listen: CommandSpec = {
   summary: 'receive your messages as they arrive, one JSON line each, and ack them',
   description:
     'Keeps a WebSocket open (reconnecting with backoff) and prints every message waiting for you, oldest first, then each new one. ' +
-    'A message is acked (marked delivered) once printed, unless --no-ack. Stops on Ctrl-C or SIGTERM, or after --count messages.',
+    'A message is acked (marked delivered) once printed, unless --no-ack. Stops on Ctrl-C or SIGTERM, or after --count messages. ' +
+    'End-to-end encrypted messages are printed decrypted with an "encryption" field (with the reason when one does not open).',
   flags: [
     { name: 'count', value: 'N', help: 'exit after N messages' },
     { name: 'no-ack', help: 'print without acking: messages stay sent and come again on the next connection' },
@@ -36,7 +37,7 @@ export const listen: CommandSpec = {
           ctx.out.note(`${why}; reconnecting in ${(info.retryInMs / 1000).toFixed(1)} s\n`)
         },
         onError: (err) => ctx.out.note(errorLine((err as Error)?.message ?? String(err))),
-        onMessage: (message: MessageJson, socket) => {
+        onMessage: (message: ReceivedMessageJson, socket) => {
           if (count !== undefined && received >= count) return // past the count: neither printed nor acked
           ctx.out.text(JSON.stringify(message) + '\n')
           if (ack) socket.ack(message.message_id)

@@ -1,8 +1,8 @@
-import type { MessageJson, MessagePageJson, PollQuery } from '../../client/index.ts'
+import type { PollQuery, ReceivedMessageJson, ReceivedPageJson } from '../../client/index.ts'
 import { table } from '../format.ts'
 import { UsageError, type CommandSpec } from './command.ts'
 import { NO_RETRY_FLAG, retryingClient } from './send.ts'
-import { preview, shortKey } from './show.ts'
+import { messagePreview, shortKey } from './show.ts'
 
 const STATUSES = ['sent', 'delivered', 'expired']
 const KEY = /^[A-Za-z0-9_-]{43}$/
@@ -15,7 +15,8 @@ export const poll: CommandSpec = {
   summary: 'read your inbox, oldest first (new messages become delivered)',
   description:
     'Without --status, returns messages not yet delivered and marks them delivered. --follow keeps polling\n' +
-    'and prints each message as one JSON line as it arrives, until interrupted.',
+    'and prints each message as one JSON line as it arrives, until interrupted. End-to-end encrypted\n' +
+    'messages are decrypted (🔒 in the table; "encryption" in JSON, with the reason when one does not open).',
   flags: [
     { name: 'status', value: 'STATUS', help: 'sent (default), delivered or expired' },
     { name: 'from', value: 'KEY', help: 'only messages from this sender' },
@@ -59,19 +60,19 @@ export const poll: CommandSpec = {
     const interval = f.interval === undefined ? DEFAULT_INTERVAL_S : Number(f.interval)
     if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new UsageError('--interval must be 0.1–3600 seconds')
     for (;;) {
-      const page: MessagePageJson = await client.poll(query)
+      const page: ReceivedPageJson = await client.poll(query)
       for (const m of page.messages) ctx.out.text(JSON.stringify(m) + '\n')
       if (!page.has_more) await Bun.sleep(interval * 1000)
     }
   },
 }
 
-function printTable(write: (s: string) => void, messages: MessageJson[], me: string): void {
+function printTable(write: (s: string) => void, messages: ReceivedMessageJson[], me: string): void {
   if (messages.length === 0) return write('no messages\n')
   write(
     table(
       ['created', 'from', 'status', 'message', 'attachments', 'body'],
-      messages.map((m) => [m.created_at, shortKey(m.sender_key, me), m.status, m.message_id, m.attachments?.length ? String(m.attachments.length) : '', preview(m.body)]),
+      messages.map((m) => [m.created_at, shortKey(m.sender_key, me), m.status, m.message_id, m.attachments?.length ? String(m.attachments.length) : '', messagePreview(m)]),
     ),
   )
 }

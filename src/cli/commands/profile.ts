@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { encryptionDeclaration } from '../../crypto/declaration.ts'
 import type { AgentJson, AgentPatchInput } from '../../client/index.ts'
 import { UsageError, type CommandContext, type CommandSpec } from './command.ts'
 import { printAgent } from './show.ts'
@@ -54,6 +55,7 @@ export const profileSet: CommandSpec = {
     { name: 'inbox-policy', value: 'POLICY', help: 'open | closed | allowlist | blocklist' },
     { name: 'metadata', value: 'JSON', help: 'a JSON object (at most 16 KiB)' },
     { name: 'capabilities', value: 'JSON|@FILE', help: 'a JSON array of capabilities (at most 20)' },
+    { name: 'encryption', value: 'accept|require|off', help: 'declare that you read end-to-end encrypted messages (require: refuse plaintext ones)' },
   ],
   async run(ctx) {
     const f = ctx.flags
@@ -78,8 +80,18 @@ export const profileSet: CommandSpec = {
       if (!Array.isArray(list)) throw new UsageError('--capabilities must be a JSON array (or an object with a "capabilities" array)')
       patch.capabilities = list
     }
-    if (Object.keys(patch).length === 0) throw new UsageError('nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities')
+    const encryption = f.encryption
+    if (encryption !== undefined && !['accept', 'require', 'off'].includes(encryption)) throw new UsageError('--encryption must be accept, require or off')
+    if (Object.keys(patch).length === 0 && encryption === undefined) {
+      throw new UsageError('nothing to change: give at least one of --name, --visibility, --inbox-policy, --metadata, --capabilities, --encryption')
+    }
     const client = ctx.client()
+    if (encryption !== undefined) {
+      // metadata is replaced whole by a PATCH: start from what is there (or what --metadata gives)
+      const base = patch.metadata ?? (await client.getAgent()).metadata ?? {}
+      const { encryption: _old, ...rest } = base as Record<string, unknown>
+      patch.metadata = encryption === 'off' ? rest : { ...rest, encryption: encryptionDeclaration(encryption === 'require') }
+    }
     const agent = await client.call<AgentJson>('PATCH', `/v1/agents/${client.publicKey}`, undefined, patch)
     if (ctx.json) return ctx.out.json(agent)
     printAgent(ctx, agent)

@@ -1,9 +1,9 @@
 import { basename } from 'node:path'
-import type { RelayClient, SendMessageInput, SendResultJson } from '../../client/index.ts'
+import type { AttachmentInput, RelayClient, SendMessageInput, SendResultJson } from '../../client/index.ts'
 import { fields } from '../format.ts'
 import { UsageError, type CommandContext, type CommandSpec, type FlagSpec } from './command.ts'
 import { inlineOrFile } from './profile.ts'
-import { uploadFile } from './transfer.ts'
+import { uploadEncryptedFile, uploadFile } from './transfer.ts'
 
 const KEY = /^[A-Za-z0-9_-]{43}$/
 
@@ -27,13 +27,19 @@ export const send: CommandSpec = {
     'Each --attach FILE is uploaded first (with a progress bar on a terminal) and attached with its file\n' +
     'name; --blob BLOB_ID attaches a blob uploaded before (relay upload). The relay fills in each\n' +
     "attachment's content type, size and hash. --body takes JSON inline, as @FILE, or @-\n" +
-    'for standard input; --text "hi" is the body {"text": "hi"}.',
+    'for standard input; --text "hi" is the body {"text": "hi"}.\n' +
+    'End to end encryption: to a recipient whose profile declares it reads encrypted messages, the body\n' +
+    'and every --attach file are encrypted (v3 when it declares v3, else v2); --encrypt encrypts for any\n' +
+    'recipient (v2, what MRP agents read, unless it declares v3); --plain sends plaintext. Encrypted files\n' +
+    'are sent without their names. --blob ID:DEK_ENC:DEK_CT attaches a blob from relay upload --encrypt-for.',
   flags: [
     { name: 'to', value: 'KEY', help: "the recipient's public key (required)" },
     { name: 'body', value: 'JSON|@FILE', help: 'the message body, any JSON' },
     { name: 'text', value: 'TEXT', help: 'shorthand for the body {"text": TEXT}' },
     { name: 'attach', value: 'FILE', help: 'upload FILE and attach it', repeatable: true },
-    { name: 'blob', value: 'BLOB_ID', help: 'attach a blob you already uploaded (relay upload prints its id)', repeatable: true },
+    { name: 'blob', value: 'BLOB_ID', help: 'attach a blob you already uploaded (relay upload prints its id; ID:DEK_ENC:DEK_CT for an encrypted one)', repeatable: true },
+    { name: 'encrypt', help: 'encrypt end to end even if the recipient declares nothing' },
+    { name: 'plain', help: 'send plaintext even to a recipient that declares encryption' },
     { name: 'thread', value: 'ID', help: 'thread id (at most 128 characters)' },
     { name: 'reply-to', value: 'MESSAGE_ID', help: 'the message this answers (joins its thread)' },
     { name: 'ttl', value: 'SECONDS', help: 'lifetime, 1–2592000 (default 604800 = 7 days)' },
@@ -67,15 +73,19 @@ export const send: CommandSpec = {
       if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) throw new UsageError('--metadata must be a JSON object')
       message.metadata = metadata as Record<string, unknown>
     }
+    if (f.encrypt === 'true' && f.plain === 'true') throw new UsageError('give --encrypt or --plain, not both')
+    const plain = f.plain === 'true'
     const client = retryingClient(ctx)
+    const version = await client.encryption.versionFor(f.to, { encrypt: f.encrypt === 'true' ? true : undefined, plain })
     if (files.length || blobIds.length) {
-      message.attachments = blobIds.map((blob_id) => ({ blob_id }))
+      message.attachments = blobIds.map(blobReference)
       for (const file of files) {
-        const blob = await uploadFile(ctx, client, file)
-        message.attachments.push({ blob_id: blob.blob_id, filename: basename(file) })
+        if (version) message.attachments.push((await uploadEncryptedFile(ctx, client, file, f.to, version)).attachment)
+        else message.attachments.push({ blob_id: (await uploadFile(ctx, client, file)).blob_id, filename: basename(file) })
       }
     }
-    const result = await client.call<SendResultJson>('POST', '/v1/messages', undefined, message)
+    // the version is decided: no second look-up; a plaintext send refused by an encrypted-only inbox is sent again encrypted
+    const result: SendResultJson = await client.send({ ...message, encrypt: version ?? (plain ? false : undefined), plain })
     if (ctx.json) return ctx.out.json(result)
     ctx.out.text(
       fields([
@@ -83,10 +93,19 @@ export const send: CommandSpec = {
         ['status', result.status],
         ['created', result.created_at],
         ['expires', result.expires_at],
+        ['encryption', version ? `end to end, v${version}` : plain ? 'none (--plain)' : 'none (the recipient declares none; --encrypt to encrypt)'],
         ['attachments', message.attachments?.map((a) => (a.filename ? `${a.filename} (${a.blob_id})` : a.blob_id)).join(', ')],
       ]),
     )
   },
+}
+
+/** `--blob ID`, or `ID:DEK_ENC:DEK_CT` for an encrypted blob (base64url has no colon). */
+function blobReference(ref: string): AttachmentInput {
+  const [blob_id, dek_enc, dek_ct, ...rest] = ref.split(':')
+  if (dek_enc === undefined) return { blob_id: blob_id! }
+  if (!dek_ct || rest.length) throw new UsageError('--blob takes BLOB_ID or BLOB_ID:DEK_ENC:DEK_CT')
+  return { blob_id: blob_id!, encrypted: true, dek_enc, dek_ct }
 }
 
 function parseJson(text: string, flag: string): unknown {

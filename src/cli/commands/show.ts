@@ -1,5 +1,5 @@
 /** Human-readable renderings shared by several commands. */
-import type { AgentJson } from '../../client/index.ts'
+import type { AgentJson, MessageEncryptionJson } from '../../client/index.ts'
 import { fields } from '../format.ts'
 import type { CommandContext } from './command.ts'
 
@@ -29,6 +29,23 @@ export function shortKey(key: string | undefined, me?: string): string {
   if (!key) return '-'
   if (key === me) return 'me'
   return key.slice(0, 10) + '…'
+}
+
+/** What the client found decrypting a message, as people read it; undefined for a plaintext one. */
+export function encryptionNote(m: { encryption?: MessageEncryptionJson }): string | undefined {
+  const e = m.encryption
+  if (!e) return undefined
+  if (e.error) return `encrypted (v${e.version}), NOT decrypted: ${e.error.reason} — ${e.error.message}`
+  if (!e.sender_verified) return `encrypted (v${e.version}), decrypted; signed by ${e.signer_key ?? 'another key'}, NOT by the sender`
+  return `encrypted (v${e.version}), decrypted, sender verified`
+}
+
+/** One line of a message for lists: its body, behind a lock when it came encrypted. */
+export function messagePreview(m: { body?: unknown; encryption?: MessageEncryptionJson }, width = 60): string {
+  const e = m.encryption
+  if (!e) return preview(m.body, width)
+  if (e.error) return `[not decrypted: ${e.error.reason}]`
+  return (e.sender_verified ? '🔒 ' : '🔒? ') + preview(m.body, width - 3)
 }
 
 /** One line of a message body for lists. */

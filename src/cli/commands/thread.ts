@@ -1,7 +1,7 @@
 import { table } from '../format.ts'
 import type { CommandSpec } from './command.ts'
-import type { MessageView } from './get.ts'
-import { pages, preview, shortKey } from './show.ts'
+import type { ReceivedMessageJson } from '../../client/index.ts'
+import { messagePreview, pages, shortKey } from './show.ts'
 import { pageFlags, pageQuery } from './paging.ts'
 
 export const thread: CommandSpec = {
@@ -10,14 +10,14 @@ export const thread: CommandSpec = {
   minArgs: 1,
   maxArgs: 1,
   summary: 'list the messages of a thread that you sent or received, oldest first',
-  description: 'Does not change any message status.',
+  description: 'Does not change any message status. End-to-end encrypted messages are decrypted (🔒).',
   flags: pageFlags(100),
   async run(ctx) {
     const client = ctx.client()
     const { all, limit, cursor } = pageQuery(ctx, 100)
-    const got = await pages<{ messages: MessageView[] }>(
+    const got = await pages<{ messages: ReceivedMessageJson[] }>(
       all,
-      (c) => client.call('GET', `/v1/messages/threads/${encodeURIComponent(ctx.args[0])}`, { limit, cursor: c }),
+      (c) => client.thread(ctx.args[0], { limit, cursor: c }),
       cursor,
     )
     const messages = got.flatMap((p) => p.messages)
@@ -27,7 +27,7 @@ export const thread: CommandSpec = {
     ctx.out.text(
       table(
         ['created', 'from', 'to', 'status', 'message', 'body'],
-        messages.map((m) => [m.created_at, shortKey(m.sender_key, me), shortKey(m.recipient_key, me), m.status, m.message_id, preview(m.body)]),
+        messages.map((m) => [m.created_at, shortKey(m.sender_key, me), shortKey(m.recipient_key, me), m.status, m.message_id, messagePreview(m)]),
       ),
     )
     if (last.has_more) ctx.out.note(`more: relay thread ${ctx.args[0]} --cursor ${last.next_cursor}\n`)

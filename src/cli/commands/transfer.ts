@@ -1,7 +1,7 @@
 /** File transfers shared by `upload`, `download` and `send --attach`: progress bars and content types. */
 import { statSync } from 'node:fs'
 import { basename } from 'node:path'
-import type { BlobJson, RelayClient } from '../../client/index.ts'
+import { encryptedBlobSize, type BlobJson, type EncryptedUpload, type EncryptionVersion, type RelayClient } from '../../client/index.ts'
 import { fields, humanBytes } from '../format.ts'
 import { createProgress } from '../progress.ts'
 import { UsageError, type CommandContext } from './command.ts'
@@ -12,16 +12,36 @@ export function guessContentType(file: string): string {
   return type && type !== 'application/octet-stream' ? type : 'application/octet-stream'
 }
 
-/** Uploads one file with a progress bar on a terminal (nothing when piped). */
-export async function uploadFile(ctx: CommandContext, client: RelayClient, file: string, contentType?: string): Promise<BlobJson> {
-  let size: number
+function fileSize(file: string): number {
   try {
     const s = statSync(file)
     if (!s.isFile()) throw new Error('not a regular file')
-    size = s.size
+    return s.size
   } catch (err) {
     throw new UsageError(`cannot read ${file}: ${(err as Error).message}`)
   }
+}
+
+/**
+ * Encrypts one file for `recipientKey` and uploads the ciphertext, in constant memory, with a progress
+ * bar over the bytes sent. The blob's content type is application/octet-stream, whatever the file.
+ */
+export async function uploadEncryptedFile(ctx: CommandContext, client: RelayClient, file: string, recipientKey: string, version?: EncryptionVersion): Promise<EncryptedUpload> {
+  const size = fileSize(file)
+  const progress = createProgress({ label: `encrypt+upload ${basename(file)}`, total: encryptedBlobSize(size), stream: ctx.stderr })
+  try {
+    const up = await client.uploadEncryptedBlob(file, { recipientKey, version, onProgress: (n) => progress.set(n) })
+    progress.done()
+    return up
+  } catch (err) {
+    progress.fail()
+    throw err
+  }
+}
+
+/** Uploads one file with a progress bar on a terminal (nothing when piped). */
+export async function uploadFile(ctx: CommandContext, client: RelayClient, file: string, contentType?: string): Promise<BlobJson> {
+  const size = fileSize(file)
   const progress = createProgress({ label: `upload ${basename(file)}`, total: size, stream: ctx.stderr })
   try {
     const blob = await client.uploadBlob(file, { contentType: contentType ?? guessContentType(file), onProgress: (n) => progress.set(n) })
