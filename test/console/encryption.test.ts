@@ -5,18 +5,20 @@
  * encrypted attachment the client decrypts; it opens what the client sends (both versions, with an
  * encrypted attachment downloaded decrypted), shows a tampered message and an unknown version with
  * their reason and without a body, sends plaintext when asked; a key stored without its X25519 half
- * says why it cannot decrypt until its file is imported again. Afterwards no marker of an encrypted
- * plaintext is anywhere in the relay's data directory (database, WAL, blob files). Screenshots go to
+ * says why it cannot decrypt until its file is imported again. The same both ways with the CLI
+ * (`relay send` / `poll` / `download --message`). Afterwards no marker of an encrypted plaintext is
+ * anywhere in the relay's data directory (database, WAL, blob files). Screenshots go to
  * test-artifacts/console-e2e/ (UPDATE_SCREENSHOTS=1 also refreshes docs/img/console-encrypted*.png).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { ENCRYPTED_CONTENT_TYPE } from '../../src/crypto/index.ts'
 import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
+import { runCli } from '../support/cli.ts'
 import { requireProgram } from '../support/requires.ts'
 import { until } from '../support/ws.ts'
 
@@ -33,6 +35,10 @@ const MARK = {
   clientBody: 'client-body-0d9c6b17',
   clientFile: 'client-file-a4f27e35',
   clientV2Body: 'client-v2-body-9e1b5c60',
+  consoleToCli: 'console-to-cli-31d7e8a2',
+  consoleToCliFile: 'console-to-cli-file-6f02b9d4',
+  cliToConsole: 'cli-to-console-b7c4015e',
+  cliToConsoleFile: 'cli-to-console-file-28ae93f1',
 }
 
 /** Every file under `dir`, recursively. */
@@ -60,9 +66,29 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
+
+/** Chromium with a fresh profile, the console open on `keys` (imported from its key file). */
+async function openConsole(keys: ReturnType<typeof generateKeyPair>) {
+  const { chromium } = await import('playwright-core')
+  const profileDir = mkdtempSync(join(tmpdir(), 'relay-console-e2e-chromium-'))
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1100, height: 800 },
+    acceptDownloads: true,
+  })
+  const page = context.pages()[0] ?? (await context.newPage())
+  await page.goto(`${relay.url}/console`)
+  await page.getByLabel('…or paste its content').fill(encodeKeyFile(keys))
+  await page.getByRole('button', { name: 'Import' }).click()
+  await page.getByText('live', { exact: true }).waitFor()
+  return { page, close: async () => (await context.close(), rmSync(profileDir, { recursive: true, force: true })) }
+}
+
 describe('/console end-to-end encryption', () => {
   test.skipIf(!hasChromium)(
-    'console ⇄ client encrypted both ways (v3 and v2, attachments included), failures with their reason, plaintext on request, nothing readable on the relay',
+    'console ⇄ client encrypted both ways (v3 and v2, attachments included), failures with their reason, plaintext on request, a key stored without its X25519 half',
     async () => {
       expect(existsSync(BINARY)).toBe(true)
       const { chromium } = await import('playwright-core')
@@ -209,10 +235,10 @@ describe('/console end-to-end encryption', () => {
         const plainRow = page.locator('tr.plain')
         expect(await plainRow.count()).toBe(1)
         expect(await plainRow.locator('.body-cell').textContent()).toContain('readable')
+        await shot('relay-sees', false)
         // the stored envelope of the newest message, opened: ciphertext
         await row(fromBob.message_id).locator('details').evaluate((d: any) => (d.open = true))
         expect(await row(fromBob.message_id).locator('pre.stored').textContent()).toContain('"ct"')
-        await shot('relay-sees', false)
 
         // 7. a key stored before the console encrypted (no X25519 half): it says why, until re-imported
         await page.evaluate(async () => {
@@ -254,19 +280,69 @@ describe('/console end-to-end encryption', () => {
         rmSync(profileDir, { recursive: true, force: true })
       }
 
-      // 8. nothing the browser or the client encrypted is readable on the relay's disk
-      const files = filesUnder(join(dir, 'data'))
-      expect(files.some((f) => f.endsWith('.db'))).toBe(true)
-      expect(files.length).toBeGreaterThan(2) // the database and blob files
-      const found: string[] = []
-      for (const f of files) {
-        const text = readFileSync(f).toString('latin1')
-        for (const marker of Object.values(MARK)) if (text.includes(marker)) found.push(`${marker} in ${f}`)
-      }
-      expect(found).toEqual([])
-      // the check can see a plaintext: the one sent in plaintext is on disk
-      expect(files.some((f) => readFileSync(f).toString('latin1').includes('a plaintext note'))).toBe(true)
     },
     180_000,
   )
+
+  test.skipIf(!hasChromium)(
+    'console ⇄ CLI: encrypted both ways with an attachment, decrypted by the other side',
+    async () => {
+      const consoleKeys = generateKeyPair()
+      const cliDir = join(dir, 'cli')
+      mkdirSync(cliDir, { recursive: true })
+      const cliKey = (await runCli(['keygen', '--out', 'dave.key'], { cwd: cliDir })).stdout.trim()
+      const dave = (args: string[]) => runCli([...args, '--relay', relay.url, '--key', 'dave.key'], { cwd: cliDir })
+      expect((await dave(['profile', 'set', '--encryption', 'accept'])).code).toBe(0)
+      const { page, close } = await openConsole(consoleKeys)
+      try {
+        // console → CLI
+        await page.getByRole('link', { name: 'Send' }).click()
+        await page.getByLabel('Recipient public key').fill(cliKey)
+        await page.getByLabel('Body', { exact: true }).fill(`for dave ${MARK.consoleToCli}`)
+        await page.getByLabel('Attachments').setInputFiles({ name: 'for-dave.txt', mimeType: 'text/plain', buffer: Buffer.from(`file for dave ${MARK.consoleToCliFile}\n`) })
+        await page.getByRole('button', { name: 'Send', exact: true }).click()
+        await expect(page.locator('.sent-how').textContent({ timeout: 15_000 })).resolves.toBe('(end-to-end encrypted, v3)')
+        const polled = await dave(['poll', '--json'])
+        expect(polled.code).toBe(0)
+        const [atDave] = JSON.parse(polled.stdout).messages
+        expect(atDave).toMatchObject({ sender_key: consoleKeys.publicKey, body: `for dave ${MARK.consoleToCli}`, encryption: { version: 3, sender_verified: true } })
+        expect(atDave.attachments[0]).toMatchObject({ encrypted: true, filename: 'for-dave.txt' })
+        const got = await dave(['download', atDave.attachments[0].blob_id, '--message', atDave.message_id, '-o', 'got.txt'])
+        expect([got.code, got.stderr]).toEqual([0, ''])
+        expect(readFileSync(join(cliDir, 'got.txt'), 'utf8')).toBe(`file for dave ${MARK.consoleToCliFile}\n`)
+
+        // CLI → console (the console's key declared support when it was imported)
+        writeFileSync(join(cliDir, 'from-dave.txt'), `file from dave ${MARK.cliToConsoleFile}\n`)
+        const sent = await dave(['send', '--to', consoleKeys.publicKey, '--text', `from dave ${MARK.cliToConsole}`, '--attach', 'from-dave.txt', '--json'])
+        expect([sent.code, sent.stderr]).toEqual([0, ''])
+        const id = JSON.parse(sent.stdout).message_id as string
+        await page.getByRole('link', { name: 'Inbox' }).click()
+        const c = page.locator(`article[data-message-id="${id}"]`)
+        await c.waitFor({ timeout: 10_000 })
+        expect(await c.locator('.lock.ok').textContent()).toContain('end-to-end encrypted (v3), sender verified')
+        expect(await c.locator('.body').textContent()).toBe(`from dave ${MARK.cliToConsole}`)
+        const waiting = page.waitForEvent('download')
+        await c.locator('.attachments button').first().click()
+        const d = await waiting
+        expect(await Bun.file((await d.path()) as string).text()).toBe(`file from dave ${MARK.cliToConsoleFile}\n`)
+      } finally {
+        await close()
+      }
+    },
+    120_000,
+  )
+
+  test.skipIf(!hasChromium)('nothing the browser, the client or the CLI encrypted is readable on the relay’s disk', () => {
+    const files = filesUnder(join(dir, 'data'))
+    expect(files.some((f) => f.endsWith('.db'))).toBe(true)
+    expect(files.length).toBeGreaterThan(2) // the database and blob files
+    const found: string[] = []
+    for (const f of files) {
+      const text = readFileSync(f).toString('latin1')
+      for (const marker of Object.values(MARK)) if (text.includes(marker)) found.push(`${marker} in ${f}`)
+    }
+    expect(found).toEqual([])
+    // the check can see a plaintext: the one sent in plaintext is on disk
+    expect(files.some((f) => readFileSync(f).toString('latin1').includes('a plaintext note'))).toBe(true)
+  })
 })
