@@ -220,6 +220,9 @@ describe('/console end-to-end encryption', () => {
         expect(await downloaded(card(fromBob.message_id).getByRole('button', { name: 'Download report.txt' }))).toEqual({ name: 'report.txt', text: `report ${MARK.clientFile}\n` })
         await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
         await shot('inbox-encrypted', false)
+        await page.emulateMedia({ colorScheme: 'dark' })
+        await shot('inbox-encrypted-dark', false)
+        await page.emulateMedia({ colorScheme: 'light' })
         for (const m of [fromBob, fromCarol, tampered, future, misdirected]) await card(m.message_id).getByRole('button', { name: 'Ack' }).click()
 
         // 6. what the relay can see: every message, encrypted ones as ciphertext only

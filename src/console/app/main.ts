@@ -31,6 +31,9 @@ const nav = document.getElementById('nav') as HTMLElement
 const keyBar = document.getElementById('key') as HTMLElement
 const live = document.getElementById('live') as HTMLElement
 const connection = document.getElementById('connection') as HTMLElement
+/** A note about the key under the navigation (one that cannot decrypt says so there). */
+const keyNote = h('div', { class: 'key-note' })
+main.before(keyNote)
 
 function notify(text: string, kind: 'ok' | 'error' = 'ok'): void {
   fill(live, h('p', { class: kind, role: kind === 'error' ? 'alert' : 'status' }, text))
@@ -39,6 +42,7 @@ function notify(text: string, kind: 'ok' | 'error' = 'ok'): void {
 let ctx: Ctx | null = null
 
 function showKeySetup(): void {
+  fill(keyNote)
   fill(nav)
   fill(keyBar)
   fill(connection)
@@ -207,10 +211,8 @@ async function start(id: Identity): Promise<void> {
       'Forget',
     ),
   )
-  if (!id.agreementKey) {
-    // a key stored by an earlier console: it signs, but cannot decrypt until its file is imported again
-    keyBar.appendChild(h('p', { class: 'no-decrypt', role: 'note' }, lockIcon(), ' ', NO_AGREEMENT_KEY))
-  }
+  // a key stored by an earlier console: it signs, but cannot decrypt until its file is imported again
+  fill(keyNote, id.agreementKey ? null : h('p', { class: 'no-decrypt', role: 'note' }, lockIcon(), ' ', NO_AGREEMENT_KEY))
   let opening = Promise.resolve()
   c.socket = new LiveSocket(id, {
     onMessage: (pushed) => {
