@@ -80,7 +80,7 @@ export const download: CommandSpec = {
       throw err
     }
     if (toStdout) return
-    const result = { blob_id: blobId, file: out, size: written, content_type: contentType, hash: expected, decrypted: decrypting }
+    const result = { blob_id: blobId, file: out, size: written, content_type: contentType, hash: expected, ...(decrypting ? { decrypted: true } : {}) }
     if (ctx.json) return ctx.out.json(result)
     ctx.out.text(
       fields([
