@@ -1,5 +1,5 @@
 /**
- * End-to-end encryption in the browser (docs/protocol.md, "End-to-end encryption"; docs/console.md
+ * End-to-end encryption in the browser (docs/protocol.md §14; docs/console.md
  * explains the choices): the formats of src/crypto, run on the pure primitives (@noble, bundled here),
  * with the two operations that need this agent's private key done by WebCrypto on the non-extractable
  * keys of keys.ts — X25519 deriveBits for every Diffie-Hellman with our static key, Ed25519 sign for
