@@ -22,12 +22,10 @@ import { adminFeature } from './features/admin.ts'
 import { healthFeature } from './features/health.ts'
 import { consoleFeature, docsFeature } from './features/pages.ts'
 import type { DataPaths, Feature, FeatureContext } from './features/feature.ts'
-import { createApp } from './http/app.ts'
-import { requestGuards } from './http/request-guards.ts'
+import { assertEveryRouteDeclaresAuth, createApp } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
-import { stateOf } from './http/request-state.ts'
 import { PreAuthBudget, clientAddress, parseAddressList, setClientAddress } from './http/preauth.ts'
-import { pathOnly, pathStart } from './lib/url.ts'
+import { pathStart } from './lib/url.ts'
 import { Scheduler } from './jobs/scheduler.ts'
 import { AgentsService } from './services/agents.ts'
 import { Authenticator } from './services/authenticator.ts'
@@ -149,9 +147,16 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   type Installed = (typeof installed)[number]
   const features = Object.fromEntries(installed.map((f) => [f.name, f.api])) as { [F in Installed as F['name']]: F['api'] }
 
-  let app = createApp({ config, clock, logger, authenticator, preauth, onRequestDone: metrics.onRequestDone }).use(
-    requestGuards({ limiter: messages.api.rateLimiter, clock }),
-  )
+  let app = createApp({
+    authenticator,
+    preauth,
+    limiter: messages.api.rateLimiter,
+    clock,
+    isOperator: (key) => admission.isAdmin(key),
+    bodyTimeoutMs: config.preauth.bodyTimeoutMs,
+    logger,
+    onRequestDone: metrics.onRequestDone,
+  })
   for (const feature of installed as readonly Feature[]) {
     if (feature.routes) app = app.use(feature.routes)
     for (const job of feature.jobs ?? []) scheduler.add(job.name, job.intervalMs, job.run, { exclusive: job.exclusive })
@@ -164,42 +169,20 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     if (on.agentDeleting) agents.onDelete(on.agentDeleting)
     if (on.agentSuspending) agents.onSuspend(on.agentSuspending)
   }
+  assertEveryRouteDeclaresAuth(app)
 
   /**
    * One entry point for every HTTP request: Bun.serve and in-process tests both call it. `address` is
    * the client address for per-address limits; in-process callers have none.
    */
   async function handle(incoming: Request, address: string | null = null): Promise<Response> {
-    let request = incoming
     try {
-      request = normalizeHost(incoming)
+      const request = normalizeHost(incoming)
       setClientAddress(request, address)
-      // HEAD exists only for blobs (docs/protocol.md §6); elsewhere the framework would run the GET handler
-      // (a HEAD /v1/messages would mark messages delivered), so it is a wrong method: 404
-      if (request.method === 'HEAD' && !pathOnly(request.url).startsWith('/v1/blobs/')) {
-        return errorResponse(new RelayError('not_found', 'No such route'), newRequestId())
-      }
-      const response = await app.handle(request)
-      const replayCommitted = stateOf(request)?.replayCommitted
-      if (replayCommitted) {
-        try {
-          await replayCommitted
-        } catch (err) {
-          // the signature could not be recorded: the request may not count as answered (a locked database
-          // or a full disk says so in its own error; anything else is storage failing)
-          const known = err instanceof RelayError && (err.status === 503 || err.status === 507)
-          if (!known) logger.error('replay cache write failed', { error: String(err) })
-          const answer = known ? (err as RelayError) : new RelayError('service_unavailable', 'Storage is unavailable; retry later', null, { 'Retry-After': '5' })
-          return errorResponse(answer, stateOf(request)?.requestId ?? newRequestId())
-        }
-      }
-      return response
+      return await app.handle(request)
     } catch (err) {
       logger.error('request escaped the pipeline', { error: String(err), stack: (err as Error)?.stack })
       return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
-    } finally {
-      // whatever ended the request, its body no longer counts as unauthenticated
-      stateOf(request)?.hold?.release()
     }
   }
 

@@ -37,7 +37,7 @@ export function adminFeature(ctx: FeatureContext, deps: { recent: RecentLog }) {
 
   return defineFeature({
     name: 'admin',
-    routes: adminRoutes(admin, (key) => admission.isAdmin(key)),
+    routes: adminRoutes(admin),
     start: () => {
       timer = setInterval(watchOperatorChanges, SUSPENSION_POLL_MS)
     },

@@ -40,7 +40,7 @@ export function blobsFeature(ctx: FeatureContext, deps: { messages: MessagesApi;
 
   return defineFeature({
     name: 'blobs',
-    routes: blobRoutes(blobs, ctx.authenticator),
+    routes: blobRoutes(blobs),
     jobs: [{ name: SWEEP_BLOBS_JOB, intervalMs: config.sweepIntervalMs, exclusive: true, run: (now) => sweeper.runOnce(now) }],
     probes: {
       blob_store: async () => {

@@ -8,6 +8,7 @@
  */
 import { readdirSync } from 'node:fs'
 import { Elysia } from 'elysia'
+import { routeAuth } from '../http/route-auth.ts'
 import type { Server } from 'bun'
 import type { Logger } from '../lib/logger.ts'
 import { METRICS } from '../metrics/catalog.ts'
@@ -97,8 +98,8 @@ export function metricsFeature(ctx: FeatureContext) {
     return new Response(metrics.expose(), { headers: { 'content-type': CONTENT_TYPE } })
   }
   const onMainPort = config.metrics.enabled && !config.metrics.addr
-  const routes = new Elysia({ name: 'routes-metrics' })
-  if (onMainPort) routes.get('/metrics', respond, { detail: { hide: true } })
+  const routes = new Elysia({ name: 'routes-metrics' }).use(routeAuth)
+  if (onMainPort) routes.get('/metrics', respond, { auth: 'public', detail: { hide: true } })
 
   let server: Server<unknown> | undefined
   return defineFeature({

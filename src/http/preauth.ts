@@ -24,14 +24,16 @@ const BUSY_RETRY_AFTER_S = 1
 /** Idle address buckets are dropped once this many are tracked (a full bucket carries no state). */
 const PRUNE_AT = 50_000
 
-const clientAddresses = new WeakMap<Request, string>()
+/** The request carries the address its server saw (Bun.serve knows it; in-process callers have none). */
+const CLIENT_ADDRESS = Symbol('client-address')
+type Addressed = Request & { [CLIENT_ADDRESS]?: string | null }
 
-/** Remembers the client address of a request (Bun.serve knows it; in-process callers have none). */
+/** Stamps the client address on a request, for the pipeline's first step and the socket hub. */
 export const setClientAddress = (request: Request, address: string | null): void => {
-  if (address) clientAddresses.set(request, address)
+  ;(request as Addressed)[CLIENT_ADDRESS] = address
 }
 /** The client address of a request, or null when it came from an in-process caller. */
-export const clientAddressOf = (request: Request): string | null => clientAddresses.get(request) ?? null
+export const clientAddressOf = (request: Request): string | null => (request as Addressed)[CLIENT_ADDRESS] ?? null
 
 /**
  * The address that per-address limits count: the socket's remote address, or — only when the operator
