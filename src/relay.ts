@@ -22,10 +22,9 @@ import { adminFeature } from './features/admin.ts'
 import { healthFeature } from './features/health.ts'
 import { consoleFeature, docsFeature } from './features/pages.ts'
 import type { DataPaths, Feature, FeatureContext } from './features/feature.ts'
-import { assertEveryRouteDeclaresAuth, createApp } from './http/app.ts'
+import { assertEveryRouteDeclaresAuth, createApp, normalizeHost } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
 import { PreAuthBudget, clientAddress, parseAddressList, setClientAddress } from './http/preauth.ts'
-import { pathStart } from './lib/url.ts'
 import { Scheduler } from './jobs/scheduler.ts'
 import { AgentsService } from './services/agents.ts'
 import { Authenticator } from './services/authenticator.ts'
@@ -184,19 +183,6 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
       logger.error('request escaped the pipeline', { error: String(err), stack: (err as Error)?.stack })
       return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
     }
-  }
-
-  /**
-   * The router finds the path by searching for "/" from the 12th character of the URL, which a very
-   * short Host header (`Host: x`) defeats; such requests get a placeholder host. The path and query,
-   * which the signature covers, are unchanged.
-   */
-  function normalizeHost(request: Request): Request {
-    // HTTP/1.0 without a Host header (HAProxy's default health check): the runtime gives the bare path
-    if (request.url.startsWith('/')) return new Request('http://relay.invalid' + request.url, request)
-    const slash = pathStart(request.url)
-    if (slash < 0 || slash >= 11) return request
-    return new Request('http://relay.invalid' + request.url.slice(slash), request)
   }
 
   let server: Server<any> | undefined

@@ -7,6 +7,7 @@ import { Elysia, type AnyElysia } from 'elysia'
 import { RelayError } from '../errors.ts'
 import { newRequestId } from '../lib/ids.ts'
 import type { Logger } from '../lib/logger.ts'
+import { pathStart } from '../lib/url.ts'
 import { errorResponse, logUnexpected, toRelayError } from './errors.ts'
 import type { Inbound } from './inbound.ts'
 import { RequestPipeline, type PipelineDeps } from './pipeline.ts'
@@ -60,6 +61,19 @@ export function createApp(deps: AppDeps) {
         })
       }
     })
+}
+
+/**
+ * The router finds the path by searching for "/" from the 12th character of the URL, which a very
+ * short Host header (`Host: x`) defeats; such requests get a placeholder host. The path and query,
+ * which the signature covers, are unchanged.
+ */
+export function normalizeHost(request: Request): Request {
+  // HTTP/1.0 without a Host header (HAProxy's default health check): the runtime gives the bare path
+  if (request.url.startsWith('/')) return new Request('http://relay.invalid' + request.url, request)
+  const slash = pathStart(request.url)
+  if (slash < 0 || slash >= 11) return request
+  return new Request('http://relay.invalid' + request.url.slice(slash), request)
 }
 
 /** Throws at start-up when a route did not declare its `auth`: no route is signed or public by default. */
