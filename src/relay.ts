@@ -152,6 +152,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     limiter: messages.api.rateLimiter,
     clock,
     isOperator: (key) => admission.isAdmin(key),
+    isKnownKey: async (key) => (await storage.agents.find(key))?.status === 'active',
     bodyTimeoutMs: config.preauth.bodyTimeoutMs,
     logger,
     onRequestDone: metrics.onRequestDone,

@@ -27,7 +27,7 @@ import type { RateLimiter } from '../services/rate-limiter.ts'
 import { withRateHeaders } from '../services/rate-limiter.ts'
 import { BodyDeadlines, readRawBody } from './body.ts'
 import { PARSE_FAILED, type AuthDeclaration, type Inbound, type PendingUpload, type RouteSteps } from './inbound.ts'
-import { clientAddressOf, type PreAuthBudget } from './preauth.ts'
+import { clientAddressOf, type Claimant, type PreAuthBudget } from './preauth.ts'
 
 /** Whole-request limit for JSON endpoints (docs/protocol.md §4.3, §12). Blob uploads stream instead. */
 export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
@@ -42,6 +42,8 @@ export interface PipelineDeps {
   /** The general per-agent rate limit (rateLimits.requestsPerMin). */
   limiter: RateLimiter
   clock: Clock
+  /** Whether a key has an active agent record (cached by the storage), before its signature is checked. */
+  isKnownKey: (publicKey: string) => Promise<boolean>
   /** Whether a key is one of the operator keys (RELAY_ADMIN_KEYS). */
   isOperator: (publicKey: string) => boolean
   /** The whole body must arrive within this (0: no deadline). */
@@ -171,10 +173,24 @@ export class RequestPipeline implements RouteSteps {
     return inbound.pendingAuth
   }
 
-  /** The body, held against the pre-auth budget and read within the body deadline. */
-  private read(inbound: Inbound, request: Request): Promise<Uint8Array> {
-    inbound.hold ??= this.deps.preauth.open(inbound.address)
+  /** The body, held against the pre-auth budget as it arrives, and cut when it is late or too slow. */
+  private async read(inbound: Inbound, request: Request): Promise<Uint8Array> {
+    inbound.hold ??= this.deps.preauth.open(inbound.address, 'body', await this.claimant(inbound, request))
     return readRawBody(request, MAX_JSON_REQUEST_BYTES, { hold: inbound.hold, deadlines: this.deadlines })
+  }
+
+  /**
+   * Whether the key the headers name already has an agent record (a cached lookup), so that the body
+   * may use the reserve strangers cannot touch. Only asked when there is a body to hold.
+   */
+  private async claimant(inbound: Inbound, request: Request): Promise<Claimant> {
+    const key = inbound.pendingAuth?.publicKey
+    if (!key || request.body === null || request.headers.get('content-length') === '0') return 'stranger'
+    try {
+      return (await this.deps.isKnownKey(key)) ? 'known' : 'stranger'
+    } catch {
+      return 'stranger' // storage failing: the request is only refused earlier when the budget is full
+    }
   }
 
   /**
