@@ -32,6 +32,14 @@ import { clientAddressOf, type Claimant, type PreAuthBudget } from './preauth.ts
 /** Whole-request limit for JSON endpoints (docs/protocol.md §4.3, §12). Blob uploads stream instead. */
 export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
 
+/**
+ * What one upload whose signature is not verified yet counts against the pre-auth budget: about what it
+ * keeps in process memory while it streams to disk (the runtime's current chunk, one write batch being
+ * gathered and one being written). So the budget also caps how many run at once: with the defaults, 10
+ * from strangers, 13 in all, at most 2 per address; beyond that an upload is refused before its body.
+ */
+export const UNVERIFIED_UPLOAD_BYTES = 3 * 1024 * 1024
+
 /** `{publicKey}` may be `me`, the caller's own key (`/v1/agents/me`, `/v1/agents/me/acl`, …). */
 export const ME = 'me'
 
@@ -98,7 +106,11 @@ export class RequestPipeline implements RouteSteps {
       return {}
     }
     const pre = this.precheck(inbound, request)
-    if (route.mode === 'upload') return { upload: this.pendingUpload(inbound, request, pre, headers) }
+    if (route.mode === 'upload') {
+      inbound.hold ??= this.deps.preauth.open(inbound.address, 'body', await this.claimant(inbound, request))
+      inbound.hold.take(UNVERIFIED_UPLOAD_BYTES)
+      return { upload: this.pendingUpload(inbound, request, pre, headers) }
+    }
     if (inbound.raw === undefined && request.body && !request.bodyUsed) {
       inbound.raw = await this.read(inbound, request)
       inbound.parsed = decodeJson(inbound.raw, inbound)
@@ -203,7 +215,13 @@ export class RequestPipeline implements RouteSteps {
     return {
       claimedKey: pre.publicKey,
       verify: async (hash) => {
-        const caller = await authenticator.finish(pre, canonicalStrings(request.method, target, pre.timestamp, hash))
+        let caller
+        try {
+          caller = await authenticator.finish(pre, canonicalStrings(request.method, target, pre.timestamp, hash))
+        } finally {
+          // verified or refused, the upload no longer counts as unauthenticated
+          inbound.hold?.release()
+        }
         inbound.caller = caller
         Object.assign(headers, (await limiter.check('request', caller.publicKey, clock.now())).headers)
         return caller.publicKey
