@@ -8,6 +8,7 @@ import { RelayError } from '../errors.ts'
 import { newRequestId } from '../lib/ids.ts'
 import type { Logger } from '../lib/logger.ts'
 import { pathStart } from '../lib/url.ts'
+import { lingerAfter } from './body.ts'
 import { errorResponse, logUnexpected, toRelayError } from './errors.ts'
 import type { Inbound } from './inbound.ts'
 import { RequestPipeline, type PipelineDeps } from './pipeline.ts'
@@ -40,7 +41,7 @@ export function createApp(deps: AppDeps) {
       if (inbound) inbound.errorCode = err.code
       set.status = err.status
       if (unexpected) logUnexpected(logger, error, requestId, path)
-      return errorResponse(err, requestId)
+      return await lingerAfter(errorResponse(err, requestId), ctx.request)
     })
     .onAfterResponse({ as: 'global' }, ({ inbound, request, set, path, route }) => {
       if (!inbound) return

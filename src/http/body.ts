@@ -165,3 +165,54 @@ async function readChunks(reader: ReadableStreamDefaultReader<Uint8Array>, limit
   if (progress.expected !== null && progress.received !== progress.expected) throw new RelayError('bad_request', 'The request body ended before it was complete')
   return Buffer.concat(chunks)
 }
+
+/**
+ * Lingering close, as nginx does it, where the runtime would not: a request that says `Connection:
+ * close` and whose body the relay answers without reading (401, 413, 429, 503 before the body) would have
+ * its connection closed as soon as the answer is written, with the client still writing — it then sees
+ * EPIPE or ECONNRESET instead of the answer. Its answer is sent at once, then the rest of the body is read
+ * and dropped before the exchange ends. (On a kept-alive connection the runtime itself reads and drops
+ * the rest.) Bounded: at most this many bytes, this long, this many requests at once; past a bound the
+ * connection is closed.
+ */
+const LINGER_MAX_BYTES = 128 * 1024 * 1024
+const LINGER_MAX_MS = 10_000
+const LINGER_MAX_REQUESTS = 64
+let lingering = 0
+
+/** `response`, or the same answer followed by the discarded rest of `request`'s unread body (see above). */
+export async function lingerAfter(response: Response, request: Request): Promise<Response> {
+  const body = request.body
+  if (!body || request.bodyUsed || request.method === 'HEAD' || lingering >= LINGER_MAX_REQUESTS) return response
+  if (!/\bclose\b/i.test(request.headers.get('connection') ?? '') || request.headers.has('expect')) return response
+  const reader = (body as ReadableStream<Uint8Array>).getReader() as ReadableStreamDefaultReader<Uint8Array>
+  const answer = new Uint8Array(await response.arrayBuffer())
+  lingering++
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      try {
+        // the whole answer first (its length is declared, so the client has it at once)
+        controller.enqueue(answer)
+        const started = performance.now()
+        let read = 0
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) break
+          read += value.length
+          if (read > LINGER_MAX_BYTES || performance.now() - started > LINGER_MAX_MS) {
+            reader.cancel().catch(() => {})
+            break
+          }
+        }
+      } catch {
+        // the client went away or broke the framing: nothing more to read
+      } finally {
+        lingering--
+        controller.close()
+      }
+    },
+  })
+  const headers = new Headers(response.headers)
+  headers.set('content-length', String(answer.length))
+  return new Response(stream, { status: response.status, headers })
+}
