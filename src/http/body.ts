@@ -172,12 +172,13 @@ async function readChunks(reader: ReadableStreamDefaultReader<Uint8Array>, limit
  * its connection closed as soon as the answer is written, with the client still writing — it then sees
  * EPIPE or ECONNRESET instead of the answer. Its answer is sent at once, then the rest of the body is read
  * and dropped before the exchange ends. (On a kept-alive connection the runtime itself reads and drops
- * the rest.) Bounded: at most this many bytes, this long, this many requests at once; past a bound the
- * connection is closed.
+ * the rest.) Bounded, since each costs a little memory while it reads: a body declared larger than this
+ * many bytes is not waited for, nor one past this many bytes or this long, nor more than this many at
+ * once; past a bound the connection is closed as before.
  */
-const LINGER_MAX_BYTES = 128 * 1024 * 1024
+const LINGER_MAX_BYTES = 8 * 1024 * 1024
 const LINGER_MAX_MS = 10_000
-const LINGER_MAX_REQUESTS = 64
+const LINGER_MAX_REQUESTS = 16
 let lingering = 0
 
 /** `response`, or the same answer followed by the discarded rest of `request`'s unread body (see above). */
@@ -185,6 +186,7 @@ export async function lingerAfter(response: Response, request: Request): Promise
   const body = request.body
   if (!body || request.bodyUsed || request.method === 'HEAD' || lingering >= LINGER_MAX_REQUESTS) return response
   if (!/\bclose\b/i.test(request.headers.get('connection') ?? '') || request.headers.has('expect')) return response
+  if (Number(request.headers.get('content-length') ?? 0) > LINGER_MAX_BYTES) return response
   const reader = (body as ReadableStream<Uint8Array>).getReader() as ReadableStreamDefaultReader<Uint8Array>
   const answer = new Uint8Array(await response.arrayBuffer())
   lingering++
