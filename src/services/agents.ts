@@ -14,10 +14,11 @@ import type { Signals, Storage, Stores } from './ports.ts'
 /** The wire shapes are the client's (src/client/types.ts): one definition for both sides. */
 export type { AgentJson, CapabilityJson }
 
-/** The one serializer for the Agent resource. */
+/** The one serializer for the Agent resource; `display_name` is `null` when unset, as MRP documents it. */
 export function agentToJson(row: AgentRecord): AgentJson {
-  const out: AgentJson = {
+  return {
     public_key: row.publicKey,
+    display_name: row.displayName,
     status: row.status,
     visibility: row.visibility,
     inbox_policy: row.inboxPolicy,
@@ -27,8 +28,6 @@ export function agentToJson(row: AgentRecord): AgentJson {
     metadata: parseExact(row.metadata) as Record<string, unknown>,
     capabilities: parseExact(row.capabilities) as CapabilityJson[],
   }
-  if (row.displayName !== null) out.display_name = row.displayName
-  return out
 }
 
 /**

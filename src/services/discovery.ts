@@ -35,13 +35,14 @@ export type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson }
 /** Query parameters as the HTTP layer hands them over: text, and text lists for repeated names. */
 export type RawQuery = Record<string, string | string[] | undefined>
 
-/** The one serializer of DiscoveryEntry: exactly the four fields of docs/protocol.md §3, display_name absent when unset. */
+/** The one serializer of DiscoveryEntry: exactly the four fields of docs/protocol.md §3, display_name null when unset. */
 export function discoveryEntryToJson(row: DiscoveryRecord): DiscoveryEntryJson {
-  const last_active_at = iso(row.lastActiveAt)
-  const capabilities = parseExact(row.capabilities) as CapabilityJson[]
-  return row.displayName === null
-    ? { public_key: row.publicKey, last_active_at, capabilities }
-    : { public_key: row.publicKey, display_name: row.displayName, last_active_at, capabilities }
+  return {
+    public_key: row.publicKey,
+    display_name: row.displayName,
+    last_active_at: iso(row.lastActiveAt),
+    capabilities: parseExact(row.capabilities) as CapabilityJson[],
+  }
 }
 
 const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v])

@@ -16,7 +16,7 @@ afterAll(() => t.close())
 
 describe('null is absent on send', () => {
   const nulls = { thread_id: null, in_reply_to: null, metadata: null, attachments: null, content_type: null, expires_in: null }
-  test('over HTTP: defaults apply and the fields are left out of the message', async () => {
+  test('over HTTP: defaults apply and the message reads back with attachments [] and the others null', async () => {
     const a = await agent(t)
     const res = await rawSend(a, { recipient_key: a.publicKey, body: { x: 1 }, ...nulls })
     expect(res.status).toBe(201)
@@ -24,7 +24,8 @@ describe('null is absent on send', () => {
     expect(Date.parse(sent.expires_at) - Date.parse(sent.created_at)).toBe(604_800_000)
     const m: any = await a.getMessage(sent.message_id)
     expect(m.content_type).toBe('application/json')
-    for (const k of ['thread_id', 'in_reply_to', 'metadata', 'attachments']) expect(k in m).toBe(false)
+    expect(m.attachments).toEqual([])
+    for (const k of ['thread_id', 'in_reply_to', 'metadata']) expect(m[k]).toBeNull()
   })
   test('over a WebSocket send frame', async () => {
     const a = await agent(t)
@@ -50,7 +51,7 @@ describe('null in a profile PATCH', () => {
   test('display_name null clears it; null visibility, inbox_policy, metadata, capabilities leave them unchanged', async () => {
     const a = await agent(t, { display_name: 'Ann', visibility: 'public', inbox_policy: 'open', metadata: { k: 1 }, capabilities: [{ name: 'c', tags: ['t'] }] })
     const after = await a.updateProfile({ display_name: null, visibility: null, inbox_policy: null, metadata: null, capabilities: null } as any)
-    expect(after.display_name).toBeUndefined()
+    expect(after.display_name).toBeNull()
     expect(after.visibility).toBe('public')
     expect(after.inbox_policy).toBe('open')
     expect(after.metadata).toEqual({ k: 1 })

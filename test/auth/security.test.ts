@@ -160,6 +160,7 @@ describe('step 5: agents', () => {
     const agent = await t.client(fresh).getAgent()
     expect(agent).toEqual({
       public_key: fresh.publicKey,
+      display_name: null,
       status: 'active',
       visibility: 'private',
       inbox_policy: 'blocklist',

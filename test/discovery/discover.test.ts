@@ -17,7 +17,7 @@ afterAll(() => t.close())
 const word = () => Array.from(randomBytes(10), (b) => String.fromCharCode(97 + (b % 26))).join('')
 
 describe('entries', () => {
-  test('hold exactly public_key, display_name, last_active_at, capabilities; display_name absent when unset', async () => {
+  test('hold exactly public_key, display_name, last_active_at, capabilities; display_name null when unset', async () => {
     const tag = word()
     const caps = [{ name: 'echo', description: 'Echoes', tags: [tag], input_schema: { type: 'object' }, version: '1.2.0' }]
     const named = await agentWith(t, { display_name: 'Named', capabilities: caps, metadata: { secret: 1 }, inbox_policy: 'open' })
@@ -25,7 +25,8 @@ describe('entries', () => {
     const unnamed = await agentWith(t, { capabilities: caps })
     const res = await me.discover({ tag })
     expect(res.agents.map((a) => a.public_key)).toEqual([unnamed.publicKey, named.publicKey])
-    expect(Object.keys(res.agents[0])).toEqual(['public_key', 'last_active_at', 'capabilities'])
+    expect(Object.keys(res.agents[0])).toEqual(['public_key', 'display_name', 'last_active_at', 'capabilities'])
+    expect(res.agents[0].display_name).toBeNull()
     expect(Object.keys(res.agents[1])).toEqual(['public_key', 'display_name', 'last_active_at', 'capabilities'])
     expect(res.agents[1]).toEqual({
       public_key: named.publicKey,

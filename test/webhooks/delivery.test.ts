@@ -65,12 +65,13 @@ describe('a delivery', () => {
         body: { text: 'hello' },
         attachments: [],
         thread_id: 'th-1',
+        in_reply_to: null,
         metadata: { k: 'v' },
         created_at: sent.created_at,
         expires_at: sent.expires_at,
       },
     })
-    expect(Object.keys(req.json.message)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'body', 'attachments', 'thread_id', 'metadata', 'created_at', 'expires_at'])
+    expect(Object.keys(req.json.message)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'body', 'attachments', 'thread_id', 'in_reply_to', 'metadata', 'created_at', 'expires_at'])
     // the client library's helper accepts it, and refuses a tampered body or an old timestamp
     const delivery = await verifyWebhook({ rawBody: req.raw, headers: req.headers, secret, now: t.clock.now() })
     expect(delivery.message.message_id).toBe(sent.message_id)

@@ -56,7 +56,7 @@ export const AgentPatchInput = T.Object(
 
 export const Agent = T.Object({
   public_key: PublicKey,
-  display_name: T.Optional(T.String()),
+  display_name: T.Union([T.String(), T.Null()], { description: 'null when unset' }),
   status: T.Union([T.Literal('active'), T.Literal('suspended')]),
   visibility: T.Union([T.Literal('public'), T.Literal('private')]),
   inbox_policy: T.Union([T.Literal('open'), T.Literal('closed'), T.Literal('allowlist'), T.Literal('blocklist')]),

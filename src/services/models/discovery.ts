@@ -54,7 +54,7 @@ export const CapabilitiesQuery = T.Object(
 
 export const DiscoveryEntry = T.Object({
   public_key: PublicKey,
-  display_name: T.Optional(T.String()),
+  display_name: T.Union([T.String(), T.Null()], { description: 'null when unset' }),
   last_active_at: T.String({ format: 'date-time' }),
   capabilities: T.Array(Capability),
 })
