@@ -50,7 +50,7 @@ export { RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketO
 export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput } from './webhook-verify.ts'
 export type * from './types.ts'
 
-/** Parameters of GET /v1/discover; at least one of tag, q, name, active_since. */
+/** Parameters of GET /v1/discover; all optional (none lists every public agent). */
 export interface DiscoverQueryInput {
   /** One tag or several (ANDed). */
   tag?: string | string[]

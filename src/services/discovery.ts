@@ -148,12 +148,8 @@ export class DiscoveryService {
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor)
     if (query.cursor !== undefined && after === null) fields.cursor = 'is not a cursor from next_cursor'
 
+    // no filter at all lists every public agent, most recently active first (MRP marks every parameter optional)
     if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
-    if (tags.length === 0 && text.kind === 'absent' && name === undefined && activeSince === null) {
-      throw badRequest('At least one of tag, q, name or active_since is required', {
-        query: 'give at least one of tag, q, name, active_since',
-      })
-    }
     if (text.kind === 'none') return 'empty'
     return {
       tags,

@@ -110,10 +110,40 @@ describe('q', () => {
   test('a q of punctuation only matches nothing; an empty q counts as absent', async () => {
     expect(await me.discover({ q: '!!! ***' })).toEqual({ agents: [], has_more: false, next_cursor: null })
     const r = await discoverRaw(me, '?q=')
-    expect(r.status).toBe(400)
+    expect(r.status).toBe(200)
     const tag = word()
     const c = await agentWith(t, { capabilities: [{ name: 'x', tags: [tag] }] })
     expect(await keysOf(me, { tag, q: '' })).toEqual([c.publicKey])
+  })
+})
+
+describe('no filter', () => {
+  test('GET /v1/discover and ?limit=20 list public, active agents, most recently active first', async () => {
+    const own = await startTestRelay()
+    try {
+      const c = own.client()
+      const first = await agentWith(own, { display_name: 'first' })
+      own.clock.advance(1000)
+      const hidden = await agentWith(own, { visibility: 'private' })
+      const second = await agentWith(own, { display_name: 'second' })
+      const gone = await agentWith(own, {})
+      await own.relay.services.agents.suspend(gone.publicKey, null)
+      await touch(own, first)
+      const bare = await c.transport.send('GET', '/v1/discover')
+      expect(bare.status).toBe(200)
+      const page: any = await bare.json()
+      expect(page.agents.map((a: any) => a.public_key)).toEqual([first.publicKey, second.publicKey])
+      expect(page.has_more).toBe(false)
+      expect(page.agents.map((a: any) => a.public_key)).not.toContain(hidden.publicKey)
+      const limited: any = await (await c.transport.send('GET', '/v1/discover?limit=20')).json()
+      expect(limited.agents.map((a: any) => a.public_key)).toEqual([first.publicKey, second.publicKey])
+      const one: any = await (await c.transport.send('GET', '/v1/discover?limit=1')).json()
+      expect([one.agents.length, one.has_more]).toEqual([1, true])
+      const next: any = await (await c.transport.send('GET', `/v1/discover?limit=1&cursor=${one.next_cursor}`)).json()
+      expect(next.agents.map((a: any) => a.public_key)).toEqual([second.publicKey])
+    } finally {
+      await own.close()
+    }
   })
 })
 
