@@ -6,7 +6,7 @@ import { RelayError, badRequest, type FieldErrors } from '../errors.ts'
 import { memberText } from '../lib/json-text.ts'
 import type { InboxFilter, MessagePosition as Position } from './models/records.ts'
 import { decodeCursor } from './cursor.ts'
-import { MESSAGE_LIMITS, SendMessageInput, type AttachmentInput } from './models/message.ts'
+import { MESSAGE_LIMITS, SendMessageShape, type AttachmentInput } from './models/message.ts'
 import { Text, textProblem } from './models/text.ts'
 import { isPlainObject, validate, withoutNulls } from './validate.ts'
 
@@ -47,20 +47,20 @@ export function parseSendInput(input: unknown): SendRequest {
       })
     }
   }
-  const msg = validate(SendMessageInput, withoutNulls(input, NULLABLE))
+  const msg = validate(SendMessageShape, bareBlobIds(withoutNulls(input, NULLABLE)))
+  const attachments: AttachmentInput[] = msg.attachments ?? []
   const fields: FieldErrors = {}
   const metadataText = msg.metadata === undefined ? null : memberText(input as Record<string, unknown>, 'metadata')
   if (metadataText !== null && Buffer.byteLength(metadataText) > MESSAGE_LIMITS.metadataBytes) {
     fields.metadata = 'must be at most 16 KiB as sent'
   }
-  msg.attachments?.forEach((a, i) => {
+  attachments.forEach((a, i) => {
     for (const k of ['dek_enc', 'dek_ct'] as const) {
       const v = a[k]
       if (v !== undefined && Buffer.byteLength(v) > MESSAGE_LIMITS.dekBytes) fields[`attachments[${i}].${k}`] = 'must be at most 4 KiB'
     }
   })
   if (Object.keys(fields).length) throw badRequest('Invalid request body', fields)
-  const attachments = msg.attachments ?? []
   if (bodyText === null && attachments.length === 0) {
     throw new RelayError('unprocessable_entity', 'A message needs a body or at least one attachment')
   }
@@ -74,6 +74,12 @@ export function parseSendInput(input: unknown): SendRequest {
     expiresInMs: (msg.expires_in ?? MESSAGE_LIMITS.expiresInDefaultS) * 1000,
     metadataText,
   }
+}
+
+/** A bare blob id in `attachments` (what MRP's SDK sends) is an attachment with only its blob_id. */
+function bareBlobIds(input: unknown): unknown {
+  if (!isPlainObject(input) || !Array.isArray(input.attachments) || !input.attachments.some((a) => typeof a === 'string')) return input
+  return { ...input, attachments: input.attachments.map((a) => (typeof a === 'string' ? { blob_id: a } : a)) }
 }
 
 /** Raw query parameters: a repeated name arrives as an array. */

@@ -138,9 +138,7 @@ describe('agents and suspension', () => {
     await expectError(await api(admin, 'POST', '/v1/admin/agents/not-a-key/suspend'), 400, 'bad_request')
     await expectError(await api(admin, 'POST', `/v1/admin/agents/${key}/suspend`, { reason: 5 }), 400, 'bad_request')
     await expectError(await api(admin, 'POST', `/v1/admin/agents/${key}/suspend`, { reason: 'x'.repeat(501) }), 400, 'bad_request')
-    await expectError(await api(admin, 'POST', `/v1/admin/agents/${key}/suspend`, { why: 'x' }), 400, 'bad_request')
     await expectError(await api(admin, 'POST', `/v1/admin/agents/${key}/suspend`, [1]), 400, 'bad_request')
-    await expectError(await api(admin, 'POST', `/v1/admin/agents/${key}/unsuspend`, { reason: 'x' }), 400, 'bad_request')
   })
 
   test('an admin key that suspends itself is refused like any suspended agent', async () => {
@@ -167,7 +165,8 @@ describe('admission allowlist', () => {
     expect(await ok(await api(admin, 'DELETE', `/v1/admin/admission/${key}`), 204)).toBeNull()
     await expectError(await api(admin, 'DELETE', `/v1/admin/admission/${key}`), 404, 'not_found')
     await expectError(await api(admin, 'POST', '/v1/admin/admission', { public_key: 'nope' }), 400, 'bad_request')
-    await expectError(await api(admin, 'POST', '/v1/admin/admission', { public_key: key, extra: 1 }), 400, 'bad_request')
+    // unknown fields are ignored, as on every endpoint
+    expect((await ok(await api(admin, 'POST', '/v1/admin/admission', { public_key: key, extra: 1 }), 201)).added).toBe(true)
     await expectError(await api(admin, 'DELETE', '/v1/admin/admission/nope'), 400, 'bad_request')
   })
 

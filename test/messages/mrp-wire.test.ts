@@ -96,3 +96,21 @@ describe('profiles and discovery entries show display_name: null when unset', ()
     expect(found.agents[0].display_name).toBeNull()
   })
 })
+
+describe('attachments given as bare blob ids', () => {
+  test('"attachments": ["blob_…"] is accepted and filled in from the blob record', async () => {
+    const [a, b] = [await agent(t), await agent(t)]
+    const blob = await a.uploadBlob(new TextEncoder().encode('hello blob'), { contentType: 'text/plain' })
+    const res = await rawSend(a, { recipient_key: b.publicKey, body: { text: 'see file' }, attachments: [blob.blob_id] })
+    expect(res.status).toBe(201)
+    const { message_id } = (await res.json()) as any
+    const got: any = await (await rawGet(b, `/v1/messages/${message_id}`)).json()
+    expect(got.attachments).toEqual([{ blob_id: blob.blob_id, content_type: 'text/plain', size: 10, hash: blob.hash, encrypted: false }])
+    // a mix of objects and bare ids; an unknown bare id is refused naming it
+    const mixed = await rawSend(a, { recipient_key: b.publicKey, attachments: [{ blob_id: blob.blob_id, filename: 'a.txt' }, blob.blob_id] })
+    expect(mixed.status).toBe(201)
+    const unknown = await rawSend(a, { recipient_key: b.publicKey, attachments: ['blob_000000000000000000000000'] })
+    expect(unknown.status).toBe(422)
+    expect(JSON.stringify(((await unknown.json()) as any).error.details)).toContain('blob_000000000000000000000000')
+  })
+})

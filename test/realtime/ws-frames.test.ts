@@ -76,7 +76,7 @@ describe('send', () => {
     const suspended = generateKeyPair().publicKey
     await r.t.relay.services.agents.suspend(suspended, null)
     const cases: [unknown, string, number][] = [
-      [{ recipient_key: unknownKey(), body: 1, colour: 'red' }, 'bad_request', 400],
+      [{ recipient_key: unknownKey(), body: 1, expires_in: 0 }, 'bad_request', 400],
       [{ recipient_key: 'nope', body: 1 }, 'bad_request', 400],
       [undefined, 'bad_request', 400],
       [{ recipient_key: unknownKey(), body: 'x'.repeat(1024 * 1024 + 10) }, 'payload_too_large', 413],
@@ -94,8 +94,8 @@ describe('send', () => {
       expect([id, Object.keys(res.error)]).toEqual([id, ['code', 'message', 'details']])
     }
     // details name the fields like POST does
-    ap.send({ type: 'send', id: 'd', message: { recipient_key: unknownKey(), body: 1, colour: 'red' } })
-    const http = await rawSend(alice, { recipient_key: unknownKey(), body: 1, colour: 'red' })
+    ap.send({ type: 'send', id: 'd', message: { recipient_key: unknownKey(), body: 1, expires_in: 0 } })
+    const http = await rawSend(alice, { recipient_key: unknownKey(), body: 1, expires_in: 0 })
     const httpErr = await expectError(http, 400, 'bad_request')
     expect((await ap.next('send_result')).error.details).toEqual(httpErr.details)
     ap.close()
