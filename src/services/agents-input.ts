@@ -13,6 +13,7 @@
  *   validate.ts), and `null` for a capability's optional `description`, `tags`, `input_schema` or
  *   `version` is the same as leaving it out.
  */
+import { Type as T, type TSchema } from '@sinclair/typebox'
 import { badRequest, type FieldErrors } from '../errors.ts'
 import { parseExact, rawMemberText } from '../lib/json-text.ts'
 import type { AgentProfileFields } from './models/records.ts'
@@ -67,9 +68,24 @@ function checkCapabilities(caps: CapabilityIn[], fields: FieldErrors): Capabilit
   })
 }
 
-/** The profile fields a PATCH body changes; throws 400 naming every offending field. */
-export function parseAgentPatch(body: unknown): AgentProfileFields {
-  const input = dropUnknown(AgentPatch, withoutNulls(body ?? {}, NULL_MEANS_UNCHANGED))
+/** The body of `POST /v1/agents/me/capabilities` once a bare array became `{capabilities}`: the list is required. */
+export const CapabilitiesBody = T.Object({ capabilities: T.Array(Capability, { maxItems: 20 }) }, { additionalProperties: false })
+
+/**
+ * The capabilities of `POST /v1/agents/{publicKey}/capabilities` (MRP's way to set them): `{capabilities:
+ * [...]}` or the bare array, with the same rules as `capabilities` in a PATCH. Returns the JSON text to store.
+ */
+export function parseCapabilitiesBody(body: unknown): string {
+  const update = Array.isArray(body) ? parseAgentPatch({ capabilities: body }, CapabilitiesBody) : parseAgentPatch(body ?? {}, CapabilitiesBody)
+  return update.capabilities as string
+}
+
+/**
+ * The profile fields a PATCH body changes; throws 400 naming every offending field. `schema` narrows
+ * the fields taken (the capabilities endpoint takes only `capabilities`, and requires it).
+ */
+export function parseAgentPatch(body: unknown, schema: TSchema = AgentPatch): AgentProfileFields {
+  const input = dropUnknown(schema, withoutNulls(body ?? {}, NULL_MEANS_UNCHANGED))
   const fields: FieldErrors = {}
   let candidate = input
   if (isPlainObject(input) && Array.isArray(input.capabilities)) {
@@ -78,7 +94,7 @@ export function parseAgentPatch(body: unknown): AgentProfileFields {
     const exact = text === undefined ? input.capabilities : (parseExact(text) as unknown[])
     candidate = { ...input, capabilities: expandCapabilities(exact, fields) }
   }
-  Object.assign(fields, { ...fieldErrors(AgentPatch, candidate), ...fields })
+  Object.assign(fields, { ...fieldErrors(schema, candidate), ...fields })
   if (Object.keys(fields).length) throw badRequest('Invalid request body', fields)
 
   const patch = candidate as { display_name?: string | null; visibility?: 'public' | 'private'; inbox_policy?: AgentProfileFields['inboxPolicy']; metadata?: Record<string, unknown>; capabilities?: CapabilityIn[] }

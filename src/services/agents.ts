@@ -7,7 +7,7 @@ import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
 import { parseExact } from '../lib/json-text.ts'
 import type { AgentJson, CapabilityJson } from '../client/types.ts'
-import { parseAgentPatch } from './agents-input.ts'
+import { parseAgentPatch, parseCapabilitiesBody } from './agents-input.ts'
 import type { AgentRecord } from './models/records.ts'
 import type { Signals, Storage, Stores } from './ports.ts'
 
@@ -57,6 +57,14 @@ export class AgentsService {
     this.assertOwner(caller, target)
     const update = parseAgentPatch(body)
     if (Object.keys(update).length) await this.storage.agents.updateProfile(target, update, this.clock.now())
+    return this.get(target)
+  }
+
+  /** Replaces the caller's capabilities (`POST /v1/agents/me/capabilities`); returns the updated agent. */
+  async setCapabilities(caller: string, target: string, body: unknown): Promise<AgentRecord> {
+    this.assertOwner(caller, target)
+    const capabilities = parseCapabilitiesBody(body)
+    await this.storage.agents.updateProfile(target, { capabilities }, this.clock.now())
     return this.get(target)
   }
 

@@ -221,3 +221,31 @@ test('GET /v1/health/live answers {"status":"ok"} without touching the database'
     await r.close().catch(() => {})
   }
 })
+
+describe('POST /v1/agents/me/capabilities', () => {
+  test('sets the caller\'s capabilities from {capabilities} or a bare array; discovery sees them', async () => {
+    const a = await agent(t, { visibility: 'public' })
+    const caps = [{ name: 'Translate', description: 'any language', tags: ['mrp-caps', 'NLP'], input_schema: { n: 9007199254740993 }, version: '1.0' }]
+    const res = await a.transport.send('POST', '/v1/agents/me/capabilities', JSON.stringify({ capabilities: caps }).replace('9007199254740992', '9007199254740993'), {
+      'content-type': 'application/json',
+    })
+    expect(res.status).toBe(200)
+    const text = await res.text()
+    expect(text).toContain('9007199254740993')
+    expect(JSON.parse(text).capabilities[0]).toMatchObject({ name: 'Translate', tags: ['mrp-caps', 'nlp'], version: '1.0' })
+    expect((await a.getAgent()).capabilities.map((c) => c.name)).toEqual(['Translate'])
+    expect((await a.discover({ tag: ['mrp-caps'] })).agents.map((x) => x.public_key)).toEqual([a.publicKey])
+
+    const bare = await a.transport.send('POST', '/v1/agents/me/capabilities', ['summarize', { name: 'x', input_schema: null, version: null, extra: 1 }])
+    expect(bare.status).toBe(200)
+    expect(((await bare.json()) as any).capabilities).toEqual([{ name: 'summarize', tags: ['summarize'] }, { name: 'x' }])
+    // the same path with the caller's own key; another agent's key is 403; a bad body names the field
+    expect((await a.transport.send('POST', `/v1/agents/${a.publicKey}/capabilities`, { capabilities: [] })).status).toBe(200)
+    expect((await a.getAgent()).capabilities).toEqual([])
+    const other = await agent(t)
+    await expectError(await a.transport.send('POST', `/v1/agents/${other.publicKey}/capabilities`, { capabilities: [] }), 403, 'forbidden')
+    const e = await expectError(await a.transport.send('POST', '/v1/agents/me/capabilities', {}), 400, 'bad_request')
+    expect(Object.keys(e.details.fields)).toEqual(['capabilities'])
+    await expectError(await a.transport.send('POST', '/v1/agents/me/capabilities', { capabilities: [{ name: 'a' }, { name: 'a' }] }), 400, 'bad_request')
+  })
+})

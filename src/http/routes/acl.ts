@@ -1,7 +1,7 @@
 /** /v1/agents/{publicKey}/acl (docs/protocol.md §5): owner only; the ACL service validates keys and bodies. */
 import { Elysia } from 'elysia'
 import { aclEntryToJson, type AclService } from '../../services/acl.ts'
-import { AclEntry, AclList, AclPutInput } from '../../services/models/acl.ts'
+import { AclEntry, AclList, AclPutEntryInput, AclPutInput } from '../../services/models/acl.ts'
 import { KeyOrMe, PublicKey } from '../../services/models/agent.ts'
 import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
@@ -18,8 +18,31 @@ export function aclRoutes(acl: AclService) {
         detail: doc({
           tags: ['acl'],
           summary: 'Your ACL entries, newest first',
-          parameters: [keys[0], ...queryParams({ entry_type: { description: 'allow or block', schema: { type: 'string', enum: ['allow', 'block'] } } })],
+          parameters: [
+            keys[0],
+            ...queryParams({
+              entry_type: { description: 'allow or block', schema: { type: 'string', enum: ['allow', 'block'] } },
+              type: { description: 'the same as entry_type', schema: { type: 'string', enum: ['allow', 'block'] } },
+            }),
+          ],
           responses: { 200: jsonResponse(AclList, 'Entries') },
+        }),
+      },
+    )
+    .put(
+      '/v1/agents/:publicKey/acl',
+      async ({ request, params, body, set }) => {
+        const { row, created } = await acl.putEntry(callerOf(request).publicKey, params.publicKey, body)
+        set.status = created ? 201 : 200
+        return aclEntryToJson(row)
+      },
+      {
+        detail: doc({
+          tags: ['acl'],
+          summary: 'Allow or block a peer named in the body (201 when created, 200 when it existed)',
+          parameters: [keys[0]],
+          requestBody: jsonBody(AclPutEntryInput),
+          responses: { 200: jsonResponse(AclEntry, 'Changed'), 201: jsonResponse(AclEntry, 'Created') },
         }),
       },
     )

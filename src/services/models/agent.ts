@@ -54,6 +54,12 @@ export const AgentPatchInput = T.Object(
   { additionalProperties: false },
 )
 
+/** The body of POST /v1/agents/{publicKey}/capabilities (documentation): `{capabilities}` or the bare array. */
+export const CapabilitiesInput = T.Union([
+  T.Object({ capabilities: T.Array(T.Union([Capability, Text({ minChars: 1, maxChars: 128 })]), { maxItems: 20 }) }),
+  T.Array(T.Union([Capability, Text({ minChars: 1, maxChars: 128 })]), { maxItems: 20 }),
+])
+
 export const Agent = T.Object({
   public_key: PublicKey,
   display_name: T.Union([T.String(), T.Null()], { description: 'null when unset' }),
