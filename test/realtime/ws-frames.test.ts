@@ -69,6 +69,30 @@ describe('send', () => {
     bp.close()
   })
 
+  test('the flat form {type:"send", id, recipient_key, body, …} (MRP) works like the nested one, numbers kept exact', async () => {
+    const alice = r.t.client()
+    const bob = r.t.client()
+    const ap = await WsProbe.authed(r.t, r.url, alice.transport.keys)
+    const bp = await WsProbe.authed(r.t, r.url, bob.transport.keys)
+    ap.send(`{"type":"send","id":"flat-1","recipient_key":"${bob.publicKey}","body":{"n":9007199254740993},"thread_id":"t-flat","metadata":{"k":1}}`)
+    const res = await ap.next('send_result')
+    expect(res).toMatchObject({ type: 'send_result', id: 'flat-1', status: 'sent' })
+    const pushed = await bp.next('message')
+    expect(pushed.message).toMatchObject({ message_id: res.message_id, thread_id: 't-flat', metadata: { k: 1 }, attachments: [] })
+    const raw = await (await bob.transport.send('GET', `/v1/messages/${res.message_id}`)).text()
+    expect(raw).toContain('"body":{"n":9007199254740993}')
+    expect(raw).not.toContain('"type"')
+    // without an id; and a flat frame without a recipient is a bad_request naming recipient_key
+    ap.send({ type: 'send', recipient_key: bob.publicKey, body: 'no id' })
+    expect(await ap.next('send_result')).toMatchObject({ id: null, status: 'sent' })
+    ap.send({ type: 'send', id: 'flat-2', body: 1 })
+    const bad = await ap.next('send_result')
+    expect(bad.error.code).toBe('bad_request')
+    expect(Object.keys(bad.error.details.fields)).toEqual(['recipient_key'])
+    ap.close()
+    bp.close()
+  })
+
   test('each error code of POST, in a send_result with the id', async () => {
     const alice = await agent(r.t)
     const ap = await WsProbe.authed(r.t, r.url, alice.transport.keys)
