@@ -2,6 +2,7 @@
  * Access control (docs/protocol.md §5) and the inbox-policy decision of docs/protocol.md §4.3 step 6, which every send path
  * (HTTP and WebSocket) goes through.
  */
+import { PUBLIC_KEY_PATTERN } from '../auth/keys.ts'
 import { RelayError, badRequest } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
@@ -12,7 +13,7 @@ import { validate } from './validate.ts'
 
 /** docs/protocol.md §5 / §12. */
 export const MAX_ACL_ENTRIES = 10_000
-const KEY_PATTERN = /^[A-Za-z0-9_-]{43}$/
+const KEY_PATTERN = PUBLIC_KEY_PATTERN
 
 export type InboxPolicy = 'open' | 'closed' | 'allowlist' | 'blocklist'
 
@@ -120,6 +121,6 @@ export class AclService {
   }
 
   private assertPeer(peer: string): void {
-    if (!KEY_PATTERN.test(peer)) throw badRequest('Invalid path parameters', { peerKey: 'must be a public key: 43 base64url characters' })
+    if (!KEY_PATTERN.test(peer)) throw badRequest('Invalid path parameters', { peerKey: 'must be a public key: 43 base64url characters, canonical (unused trailing bits zero)' })
   }
 }

@@ -2,6 +2,7 @@
  * Input checks of the messages service, shared by every path that reaches it (HTTP and WebSocket):
  * the send body (docs/protocol.md §4.3 checks 1–3, in order) and the query parameters of polls and thread listings.
  */
+import { PUBLIC_KEY_PATTERN } from '../auth/keys.ts'
 import { RelayError, badRequest, type FieldErrors } from '../errors.ts'
 import { memberText } from '../lib/json-text.ts'
 import type { InboxFilter, MessagePosition as Position } from './models/records.ts'
@@ -94,7 +95,7 @@ export interface PollRequest extends PageRequest {
   filter: InboxFilter
 }
 
-const KEY = /^[A-Za-z0-9_-]{43}$/
+const KEY = PUBLIC_KEY_PATTERN
 const STATUSES = new Set(['sent', 'delivered', 'expired'])
 
 type ParamRule = (value: string) => string | null

@@ -1,8 +1,13 @@
 /** Wire shapes of agents and capabilities (docs/protocol.md §2.1); used for validation and the OpenAPI document. */
 import { Type as T } from '@sinclair/typebox'
-import { Text } from './text.ts'
+import { PUBLIC_KEY_PATTERN_TEXT } from '../../auth/keys.ts'
+import { PROBLEM, Text } from './text.ts'
 
-export const PublicKey = T.String({ pattern: '^[A-Za-z0-9_-]{43}$', description: 'Ed25519 public key, unpadded base64url' })
+export const PublicKey = T.String({
+  pattern: PUBLIC_KEY_PATTERN_TEXT,
+  description: 'Ed25519 public key, unpadded base64url (43 characters, the canonical spelling: unused trailing bits zero)',
+  [PROBLEM]: 'must be a public key: 43 base64url characters in the canonical spelling (unused trailing bits zero)',
+})
 const DateTime = T.String({ format: 'date-time' })
 
 /** A `{publicKey}` path segment: a key, or `me` for the caller's own (documentation only). */
