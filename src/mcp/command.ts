@@ -21,7 +21,8 @@ private key never leaves this machine.
 
 Flags:
   --relay URL              relay address (env RELAY_URL, default ${DEFAULT_RELAY_URL})
-  --key FILE               your key file from relay keygen (env RELAY_KEY_FILE, default ./${DEFAULT_KEY_FILE})
+  --key FILE               your key file: from relay keygen, or an MRP tool's seed (raw 32 bytes, hex or base64)
+                           (env RELAY_KEY_FILE, default ./${DEFAULT_KEY_FILE})
   --http HOST:PORT         serve Streamable HTTP instead of stdio; HOST defaults to 127.0.0.1, PORT 0 picks one
   --allowed-host NAME      a further Host name to accept over HTTP (repeatable; loopback names always are)
   --allowed-origin ORIGIN  a further browser Origin to accept over HTTP (repeatable)
@@ -76,7 +77,7 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   if (listen && !isLoopback(listen.host) && flags['allow-remote'] !== 'true') {
     throw new UsageError(`--http ${flags.http} is not a loopback address: whoever reaches it acts as your agent; add --allow-remote if that is what you want`)
   }
-  const keys = readKeyFile(resolve(io.cwd, flags.key ?? io.env.RELAY_KEY_FILE ?? DEFAULT_KEY_FILE))
+  const keys = readKeyFile(resolve(io.cwd, flags.key ?? io.env.RELAY_KEY_FILE ?? DEFAULT_KEY_FILE), (line) => void io.stderr.write(`relay mcp: ${line}`))
   const log = (line: string) => void io.stderr.write(`relay mcp: ${line}\n`)
   const bridge = new Bridge({
     relayUrl,
