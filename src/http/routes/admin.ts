@@ -77,7 +77,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
       '/v1/admin/agents/:publicKey/suspend',
       ({ params, body }) => {
         const input = only(objectBody(body), ['reason'])
-        return admin.suspend(params.publicKey, input.reason ?? null)
+        return admin.suspend(params.publicKey, input.reason ?? null, 'api')
       },
       {
         detail: doc({
