@@ -60,7 +60,7 @@ export class AclService {
    */
   async list(caller: string, owner: string, query: Record<string, string | string[]> = {}): Promise<AclRecord[]> {
     this.assertOwner(caller, owner)
-    const fields: Record<string, string> = {}
+    const fields: Record<string, string> = Object.create(null) // `__proto__` is a parameter name like any other
     for (const [name, value] of Object.entries(query)) {
       if (name !== 'entry_type' && name !== 'type') fields[name] = 'unknown parameter'
       else if (value !== 'allow' && value !== 'block') fields[name] = 'must be allow or block'

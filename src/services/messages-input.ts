@@ -118,10 +118,11 @@ const POLL_RULES: Record<string, ParamRule> = {
 
 /** Checks every parameter against `rules`; unknown or repeated parameters are errors (docs/protocol.md §11). */
 function checkQuery(raw: RawQuery, rules: Record<string, ParamRule>): Record<string, string> {
-  const fields: FieldErrors = {}
-  const out: Record<string, string> = {}
+  // no prototypes: a parameter named `__proto__` or `toString` is an unknown name like any other
+  const fields: FieldErrors = Object.create(null)
+  const out: Record<string, string> = Object.create(null)
   for (const [name, value] of Object.entries(raw)) {
-    const rule = rules[name]
+    const rule = Object.hasOwn(rules, name) ? rules[name] : undefined
     if (!rule) fields[name] = 'unknown parameter'
     else if (Array.isArray(value)) fields[name] = 'must be given at most once'
     else {

@@ -114,3 +114,16 @@ describe('attachments given as bare blob ids', () => {
     expect(JSON.stringify(((await unknown.json()) as any).error.details)).toContain('blob_000000000000000000000000')
   })
 })
+
+describe('query parameters named like prototype members', () => {
+  test('__proto__, toString and constructor are unknown parameters (400 naming them), never a 500', async () => {
+    const a = await agent(t)
+    for (const path of ['/v1/messages', '/v1/messages/threads/x', `/v1/agents/${a.publicKey}/acl`, '/v1/discover', '/v1/capabilities']) {
+      for (const name of ['__proto__', 'toString', 'constructor', 'hasOwnProperty']) {
+        const res = await rawGet(a, `${path}?${name}=1`)
+        expect([path, name, res.status]).toEqual([path, name, 400])
+        expect(Object.keys(((await res.json()) as any).error.details.fields)).toEqual([name])
+      }
+    }
+  })
+})
