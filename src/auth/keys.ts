@@ -1,7 +1,14 @@
 /** Ed25519 key handling in the encodings of docs/protocol.md §1. */
 import { decodeBase64Url } from '../lib/base64url.ts'
 
-export const PUBLIC_KEY_PATTERN = /^[A-Za-z0-9_-]{43}$/
+/**
+ * A public key in its one canonical spelling: 43 unpadded base64url characters whose last character
+ * leaves the two unused trailing bits zero (32 bytes are 256 bits; 43 characters carry 258). Without
+ * the last rule, four spellings decode to the same key, and a recipient or ACL peer spelled another
+ * way would never match the agent it names.
+ */
+export const PUBLIC_KEY_PATTERN_TEXT = '^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$'
+export const PUBLIC_KEY_PATTERN = new RegExp(PUBLIC_KEY_PATTERN_TEXT)
 
 /** True when the text is a 43-char unpadded base64url string that decodes to 32 bytes. */
 export function isPublicKey(text: unknown): text is string {

@@ -68,16 +68,57 @@ export function encodeKeyFile(keys: KeyPair): string {
   return JSON.stringify({ public_key: keys.publicKey, private_key: encodeBase64Url(keys.seed) } satisfies KeyFile, null, 2) + '\n'
 }
 
-export function decodeKeyFile(text: string): KeyPair {
-  let parsed: Partial<KeyFile>
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    throw new Error('the key file is not JSON')
+/** What a key file may hold, named in the error when it holds none of them. */
+export const KEY_FILE_FORMATS =
+  'relay keygen JSON ({"public_key", "private_key"}), the raw 32-byte Ed25519 seed (what mrp-sdk\'s Keypair.save writes), ' +
+  'the 64-byte seed + public key, or the seed as 64 hex characters or as base64/base64url (43 or 44 characters)'
+
+/** The key pair of a seed followed by its public key (64 bytes), checking that the halves belong together. */
+function fromSecretKey(bytes: Uint8Array): KeyPair {
+  const keys = keyPairFromSeed(bytes.subarray(0, 32))
+  if (!Buffer.from(bytes.subarray(32)).equals(Buffer.from(decodeBase64Url(keys.publicKey)!))) {
+    throw new Error('the key file holds 64 bytes, but its second half is not the public key of its first (seed + public key)')
   }
-  const seed = typeof parsed.private_key === 'string' ? decodeBase64Url(parsed.private_key) : null
-  if (!seed || seed.length !== 32) throw new Error('the key file has no valid private_key (base64url of 32 bytes)')
-  const keys = keyPairFromSeed(seed)
-  if (parsed.public_key && parsed.public_key !== keys.publicKey) throw new Error('the key file public_key does not match its private_key')
   return keys
+}
+
+/** The 32 (or 64) bytes of a key written as base64 or base64url, padded or not; null for any other text. */
+function decodeBase64Any(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) return null
+  const bytes = Buffer.from(text, 'base64')
+  const unpadded = text.replace(/=+$/, '')
+  const same = bytes.toString('base64').replace(/=+$/, '') === unpadded || bytes.toString('base64url') === unpadded
+  return same && (bytes.length === 32 || bytes.length === 64) ? new Uint8Array(bytes) : null
+}
+
+/**
+ * The key pair in a key file, whatever MRP tool wrote it: `relay keygen`'s JSON, the raw 32-byte seed
+ * (mrp-sdk's `Keypair.save`), the 64-byte seed + public key, or the seed in hex or base64/base64url
+ * (surrounding white space ignored). Anything else is an error naming the formats (KEY_FILE_FORMATS).
+ */
+export function decodeKeyFile(content: string | Uint8Array): KeyPair {
+  if (typeof content !== 'string') {
+    if (content.length === 32) return keyPairFromSeed(content)
+    if (content.length === 64 && !/^[\x20-\x7e\s]*$/.test(Buffer.from(content).toString('latin1'))) return fromSecretKey(content)
+    content = new TextDecoder().decode(content)
+  }
+  const text = content.trim()
+  if (text.startsWith('{')) {
+    let parsed: Partial<KeyFile>
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      throw new Error('the key file looks like JSON but does not parse')
+    }
+    const seed = typeof parsed.private_key === 'string' ? decodeBase64Url(parsed.private_key) : null
+    if (!seed || seed.length !== 32) throw new Error('the key file has no valid private_key (base64url of 32 bytes)')
+    const keys = keyPairFromSeed(seed)
+    if (parsed.public_key && parsed.public_key !== keys.publicKey) throw new Error('the key file public_key does not match its private_key')
+    return keys
+  }
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return keyPairFromSeed(Uint8Array.from(Buffer.from(text, 'hex')))
+  if (/^[0-9a-fA-F]{128}$/.test(text)) return fromSecretKey(Uint8Array.from(Buffer.from(text, 'hex')))
+  const decoded = decodeBase64Any(text)
+  if (decoded) return decoded.length === 32 ? keyPairFromSeed(decoded) : fromSecretKey(decoded)
+  throw new Error(`not a key this relay can read; a key file holds one of: ${KEY_FILE_FORMATS}`)
 }

@@ -3,7 +3,7 @@
  * environment fallbacks, `--help` for every command, one client per run, and errors that show the
  * relay's code and request id.
  */
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { RelayApiError, RelayClient, decodeKeyFile, type KeyPair } from '../client/index.ts'
 import { UsageError, parseArgs } from './args.ts'
@@ -16,7 +16,7 @@ export const DEFAULT_KEY_FILE = 'relay.key'
 
 export const GLOBAL_FLAGS: FlagSpec[] = [
   { name: 'relay', value: 'URL', help: `relay address (env RELAY_URL, default ${DEFAULT_RELAY_URL})` },
-  { name: 'key', value: 'FILE', help: `your key file from relay keygen (env RELAY_KEY_FILE, default ./${DEFAULT_KEY_FILE})` },
+  { name: 'key', value: 'FILE', help: `your key file: from relay keygen, or an MRP tool's seed (raw 32 bytes, hex or base64) (env RELAY_KEY_FILE, default ./${DEFAULT_KEY_FILE})` },
   { name: 'json', help: 'print JSON for scripts instead of text' },
   { name: 'help', help: 'show help for the command' },
 ]
@@ -144,7 +144,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
       json: parsed.flags.json === 'true',
       relayUrl,
       keyFile,
-      client: () => (client ??= makeClient(relayUrl!, keyFile)),
+      client: () => (client ??= makeClient(relayUrl!, keyFile, (line) => void io.stderr.write(line))),
       out: {
         text: (s) => void io.stdout.write(s),
         json: (v) => void io.stdout.write(JSON.stringify(v, null, 2) + '\n'),
@@ -164,16 +164,20 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
   }
 }
 
-function makeClient(relayUrl: string, keyFile: string): RelayClient {
+function makeClient(relayUrl: string, keyFile: string, warn: (line: string) => void): RelayClient {
   // the client names the URL when nothing answers (RelayConnectionError) or something else does (NotARelayError)
-  return new RelayClient({ baseUrl: relayUrl, keys: readKeyFile(keyFile) })
+  return new RelayClient({ baseUrl: relayUrl, keys: readKeyFile(keyFile, warn) })
 }
 
-/** The key pair in a key file from relay keygen, or an error that says how to get one. */
-export function readKeyFile(keyFile: string): KeyPair {
-  let text: string
+/**
+ * The key pair in a key file (any format of decodeKeyFile: relay keygen's, or an MRP tool's raw or
+ * encoded seed), or an error that says how to get one. A file that others may read gets a warning on
+ * `warn` (stderr): the seed is the agent's whole identity.
+ */
+export function readKeyFile(keyFile: string, warn: (line: string) => void = (line) => void process.stderr.write(line)): KeyPair {
+  let content: Uint8Array
   try {
-    text = readFileSync(keyFile, 'utf8')
+    content = readFileSync(keyFile)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     throw new Error(
@@ -182,9 +186,15 @@ export function readKeyFile(keyFile: string): KeyPair {
         : `cannot read key file ${keyFile}: ${(err as Error).message}`,
     )
   }
+  let keys: KeyPair
   try {
-    return decodeKeyFile(text)
+    keys = decodeKeyFile(content)
   } catch (err) {
     throw new Error(`key file ${keyFile}: ${(err as Error).message}`)
   }
+  const mode = process.platform === 'win32' ? 0 : statSync(keyFile).mode & 0o777
+  if (mode & 0o077) {
+    warn(`warning: key file ${keyFile} can be read by others (mode ${mode.toString(8).padStart(4, '0')}); make it private with: chmod 600 ${keyFile}\n`)
+  }
+  return keys
 }

@@ -21,9 +21,9 @@ export function table(headers: string[], rows: (string | number | undefined | nu
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n') + '\n'
 }
 
-/** `key  value` lines with the keys aligned; undefined values are skipped. */
+/** `key  value` lines with the keys aligned; undefined and null values (unset fields) are skipped. */
 export function fields(entries: [string, unknown][]): string {
-  const shown = entries.filter(([, v]) => v !== undefined)
+  const shown = entries.filter(([, v]) => v !== undefined && v !== null)
   const width = Math.max(0, ...shown.map(([k]) => k.length))
   return shown.map(([k, v]) => `${k.padEnd(width)}  ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n') + '\n'
 }

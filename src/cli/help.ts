@@ -43,8 +43,8 @@ Flags:
   --config FILE      configuration file (RELAY_CONFIG; default ./relay.config.ts when present)
   --log-level LEVEL  debug | info | warn | error (RELAY_LOG_LEVEL)
 
-Options (relay.config.ts key, environment variable, default):
-${OPTIONS.map((o) => `  ${o.key.padEnd(30)} ${o.env.padEnd(36)} ${String(o.default)}`).join('\n')}
+Every option also has a flag (relay.config.ts key, environment variable, flag, default):
+${OPTIONS.map((o) => `  ${o.key.padEnd(30)} ${o.env.padEnd(36)} ${o.flag.padEnd(36)} ${String(o.default)}`).join('\n')}
 
 The start-up log line names the relay_url that agent commands on this machine should use
 (export RELAY_URL=… or pass --relay …); they default to http://127.0.0.1:8080.

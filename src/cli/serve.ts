@@ -1,4 +1,5 @@
 import { createServer } from 'node:net'
+import { OPTIONS } from '../config/options.ts'
 import { loadConfig } from '../config/load.ts'
 import { createLogger } from '../lib/logger.ts'
 import { formatBytes } from '../lib/units.ts'
@@ -6,7 +7,8 @@ import { openRelay } from '../relay.ts'
 import { VERSION } from '../version.ts'
 import { DEFAULT_RELAY_URL } from './client-cli.ts'
 
-export const SERVE_FLAGS = ['port', 'host', 'data-dir', 'config', 'log-level']
+/** `--config`, and one flag per option of the table (docs/protocol.md §13: every option has its flag). */
+export const SERVE_FLAGS = ['config', ...OPTIONS.map((o) => o.flag.slice(2))]
 export const SERVE_BOOLEANS = ['require-encryption']
 
 /** The URL a client on this machine uses: a wildcard listen address is reached over loopback. */

@@ -102,7 +102,7 @@ export interface EncryptedUpload {
   plain_size: number
 }
 
-/** Parameters of GET /v1/discover; at least one of tag, q, name, active_since. */
+/** Parameters of GET /v1/discover; all optional (none lists every public agent). */
 export interface DiscoverQueryInput {
   /** One tag or several (ANDed). */
   tag?: string | string[]

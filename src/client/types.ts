@@ -22,7 +22,8 @@ export interface CapabilityJson {
 
 export interface AgentJson {
   public_key: PublicKey
-  display_name?: string
+  /** `null` when unset. */
+  display_name: string | null
   status: 'active' | 'suspended'
   visibility: Visibility
   inbox_policy: InboxPolicy
@@ -44,7 +45,8 @@ export interface AgentPatchInput {
 
 export interface DiscoveryEntryJson {
   public_key: PublicKey
-  display_name?: string
+  /** `null` when unset. */
+  display_name: string | null
   last_active_at: string
   capabilities: CapabilityJson[]
 }
@@ -126,10 +128,11 @@ export interface MessageJson {
   recipient_key: PublicKey
   content_type: string
   body?: unknown
-  attachments?: AttachmentJson[]
-  thread_id?: string
-  in_reply_to?: string
-  metadata?: Record<string, unknown>
+  /** `[]` when none. */
+  attachments: AttachmentJson[]
+  thread_id: string | null
+  in_reply_to: string | null
+  metadata: Record<string, unknown> | null
   status: MessageStatus
   created_at: string
   expires_at: string
@@ -211,9 +214,9 @@ export interface WebhookDeliveryJson {
     content_type: string
     body?: unknown
     attachments: unknown[]
-    thread_id?: string
-    in_reply_to?: string
-    metadata?: Record<string, unknown>
+    thread_id: string | null
+    in_reply_to: string | null
+    metadata: Record<string, unknown> | null
     created_at: string
     expires_at: string
   }

@@ -8,7 +8,7 @@ export interface Config {
   logLevel: LogLevel
   verifyOnWorker: boolean
   timestampToleranceMs: number
-  rateLimits: { sendPerMin: number; pollPerMin: number; requestsPerMin: number; addressPerMin: number; addressExempt: string; newAgentsPerHour: number }
+  rateLimits: { sendPerMin: number; pollPerMin: number; pollRequestsPerMin: number; requestsPerMin: number; addressPerMin: number; addressExempt: string; newAgentsPerHour: number }
   /** Cost allowed before a request or socket is authenticated. */
   preauth: { memoryBytes: number; memoryPerAddressBytes: number; bodyTimeoutMs: number; diskBytes: number }
   /** Proxies (IPs, CIDR ranges; comma-separated) trusted for X-Forwarded-For; empty: none. */

@@ -190,8 +190,8 @@ export async function loadConfig(input: LoadInput = {}): Promise<Config> {
     // an empty variable means unset (as systemd EnvironmentFile lines often are), except for free text,
     // where empty is a value of its own (RELAY_RATE_ADDRESS_EXEMPT= exempts nothing)
     if (env[spec.env] !== undefined && (env[spec.env] !== '' || spec.kind === 'text')) [raw, source] = [env[spec.env] as string, spec.env]
-    const flagName = spec.flag?.slice(2)
-    if (flagName && flags[flagName] !== undefined) [raw, source] = [flags[flagName], spec.flag as string]
+    const flagName = spec.flag.slice(2)
+    if (flags[flagName] !== undefined) [raw, source] = [flags[flagName], spec.flag]
     setPath(config, fieldPath(spec), parseValue(spec, raw, source))
   }
   config.dataDir = resolve(cwd, config.dataDir)

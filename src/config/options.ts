@@ -6,10 +6,11 @@
 
 export type OptionKind = 'string' | 'text' | 'choice' | 'port' | 'int' | 'duration' | 'size' | 'bool' | 'level' | 'durations' | 'addr' | 'keys'
 
-export interface OptionSpec {
+interface OptionRow {
   /** Dotted key in relay.config.ts, e.g. `webhooks.allowPrivateTargets`. */
   key: string
   env: string
+  /** `relay serve` flag; when not given, the variable's name without `RELAY_` (`RELAY_ADMISSION` → `--admission`). */
   flag?: string
   kind: OptionKind
   default: string | number | boolean | null
@@ -20,7 +21,13 @@ export interface OptionSpec {
   why: string
 }
 
-export const OPTIONS: OptionSpec[] = [
+/** An option as the loader, `--help` and the README see it: every option has a flag. */
+export type OptionSpec = OptionRow & { flag: string }
+
+/** `RELAY_RATE_SEND_PER_MIN` → `--rate-send-per-min`. */
+export const flagOfEnv = (env: string): string => `--${env.replace(/^RELAY_/, '').toLowerCase().replaceAll('_', '-')}`
+
+const ROWS: OptionRow[] = [
   { key: 'host', env: 'RELAY_HOST', flag: '--host', kind: 'string', default: '127.0.0.1', why: 'listen on loopback only until the operator puts a TLS proxy in front or opts in to 0.0.0.0' },
   { key: 'port', env: 'RELAY_PORT', flag: '--port', kind: 'port', default: 8080, why: 'a common unprivileged HTTP port; 0 picks a free port' },
   { key: 'dataDir', env: 'RELAY_DATA_DIR', flag: '--data-dir', kind: 'string', default: './data', why: 'database, blobs and key material in one directory that is easy to back up; created on first start' },
@@ -28,7 +35,8 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'verifyOnWorker', env: 'RELAY_VERIFY_ON_WORKER', kind: 'bool', default: true, why: 'check request signatures on a worker thread so the event loop keeps serving; false verifies inline (one thread)' },
   { key: 'timestampTolerance', env: 'RELAY_TIMESTAMP_TOLERANCE', kind: 'duration', default: '300s', min: 1000, max: 86_400_000, why: 'docs/protocol.md §1.2: ±5 min absorbs ordinary clock drift while keeping the replay cache small' },
   { key: 'rateLimits.sendPerMin', env: 'RELAY_RATE_SEND_PER_MIN', kind: 'int', default: 30, min: 0, max: 10_000_000, why: 'docs/protocol.md §7: POST /v1/messages plus WebSocket send per agent per sliding minute (0 = unlimited)' },
-  { key: 'rateLimits.pollPerMin', env: 'RELAY_RATE_POLL_PER_MIN', kind: 'int', default: 120, min: 0, max: 10_000_000, why: 'docs/protocol.md §7: GET /v1/messages per agent per sliding minute (0 = unlimited)' },
+  { key: 'rateLimits.pollPerMin', env: 'RELAY_RATE_POLL_PER_MIN', kind: 'int', default: 120, min: 0, max: 10_000_000, why: 'docs/protocol.md §7: messages an agent receives through GET /v1/messages per sliding minute, counted per message as MRP counts its receive limit (0 = unlimited)' },
+  { key: 'rateLimits.pollRequestsPerMin', env: 'RELAY_RATE_POLL_REQUESTS_PER_MIN', kind: 'int', default: 600, min: 0, max: 10_000_000, why: 'docs/protocol.md §7: GET /v1/messages requests per agent per sliding minute, however few messages they return; 10/s on average lets an agent poll an empty inbox often and still stops a runaway loop (0 = unlimited)' },
   { key: 'rateLimits.requestsPerMin', env: 'RELAY_RATE_REQUESTS_PER_MIN', kind: 'int', default: 600, min: 0, max: 10_000_000, why: 'every other signed HTTP request per agent per sliding minute, reported in X-RateLimit-* on each answer; 10/s on average stops a runaway loop, not an agent (0 = unlimited)' },
   { key: 'rateLimits.addressPerMin', env: 'RELAY_RATE_ADDRESS_PER_MIN', kind: 'int', default: 600, min: 0, max: 10_000_000, why: 'requests per client address per minute, counted before any signature is checked so that floods cost little (0 = unlimited); health, docs and metrics are not counted' },
   { key: 'preauth.memory', env: 'RELAY_PREAUTH_MEMORY', kind: 'size', default: '40MiB', min: 0, max: 2 ** 40, why: 'request bodies and WebSocket handshakes not yet authenticated, over all clients (RSS grows by about 1.5× this at most: what is held, and the buffers of the runtime around it); beyond it new ones get 503 with Retry-After instead of being buffered. Handshakes may hold half of it (each holds room for one unfinished 2 MiB frame), so a reconnect storm leaves the rest to requests' },
@@ -65,3 +73,5 @@ export const OPTIONS: OptionSpec[] = [
   { key: 'metrics.enabled', env: 'RELAY_METRICS', kind: 'bool', default: false, why: 'GET /metrics (Prometheus) on the main port; off so counts are not public by default' },
   { key: 'metrics.addr', env: 'RELAY_METRICS_ADDR', kind: 'addr', default: null, why: 'serve /metrics on a separate host:port (e.g. 127.0.0.1:9090) instead of the main port' },
 ]
+
+export const OPTIONS: OptionSpec[] = ROWS.map((o) => ({ ...o, flag: o.flag ?? flagOfEnv(o.env) }))

@@ -85,8 +85,14 @@ export function isIpLiteral(host: string): boolean {
   return isIP(ip) !== 0
 }
 
-/** `localhost` and names under `.localhost` (RFC 6761), with or without a trailing dot. */
+/** Loopback names that hosts files commonly define besides `localhost` (Debian, Fedora, macOS). */
+const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'localhost4', 'localhost4.localdomain4', 'localhost6', 'localhost6.localdomain6', 'ip6-localhost', 'ip6-loopback'])
+
+/**
+ * `localhost` and names under `.localhost` (RFC 6761), and the other loopback names of common hosts
+ * files (`ip6-localhost`, `localhost.localdomain`, …), any case, with or without a trailing dot.
+ */
 export function isLocalhostName(host: string): boolean {
   const h = host.toLowerCase().replace(/\.$/, '')
-  return h === 'localhost' || h.endsWith('.localhost')
+  return LOOPBACK_NAMES.has(h) || h.endsWith('.localhost')
 }

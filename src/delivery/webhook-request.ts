@@ -30,8 +30,8 @@ export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all:
 
 /**
  * The delivery body: `{delivery_id, message}` with the message fields of docs/protocol.md §9 in docs/protocol.md §4.1 order.
- * Optional fields without a value are omitted as everywhere else; `attachments` is always an array
- * (metadata only, `[]` when there are none), as in the documented example. `body` and `metadata`
+ * As everywhere a message is received: `attachments` always an array (metadata only, `[]` when there are
+ * none), `thread_id`, `in_reply_to` and `metadata` `null` when unset. `body` and `metadata`
  * are the sender's JSON text, spliced in unchanged (the HMAC covers exactly these bytes).
  */
 export function deliveryBody(deliveryId: string, row: MessageRecord, now: number): string {
@@ -43,10 +43,10 @@ export function deliveryBody(deliveryId: string, row: MessageRecord, now: number
     content_type: m.content_type,
   }
   if (m.body !== undefined) message.body = m.body
-  message.attachments = m.attachments ?? []
-  if (m.thread_id !== undefined) message.thread_id = m.thread_id
-  if (m.in_reply_to !== undefined) message.in_reply_to = m.in_reply_to
-  if (m.metadata !== undefined) message.metadata = m.metadata
+  message.attachments = m.attachments
+  message.thread_id = m.thread_id
+  message.in_reply_to = m.in_reply_to
+  message.metadata = m.metadata
   message.created_at = m.created_at
   message.expires_at = m.expires_at
   return stringifyJson({ delivery_id: deliveryId, message } satisfies Record<keyof WebhookDeliveryJson, unknown>)

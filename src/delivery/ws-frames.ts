@@ -57,7 +57,9 @@ export function parseClientFrame(data: string | Uint8Array): ClientFrame {
       }
       return { type: 'ack', message_id: value.message_id }
     case 'send':
-      return { type: 'send', id: value.id ?? null, message: value.message }
+      // `{type:"send", id, message:{…}}`, or the flat form MRP clients send, `{type:"send", id, recipient_key, body, …}`:
+      // the frame itself is the message (its `type` and `id` are unknown fields there, and ignored)
+      return { type: 'send', id: value.id ?? null, message: value.message === undefined ? value : value.message }
     case 'ping':
       return { type: 'ping' }
     default:

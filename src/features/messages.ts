@@ -16,7 +16,7 @@ export const EXPIRE_MESSAGES_JOB = 'expire-messages'
 export function messagesFeature(ctx: FeatureContext) {
   const { config, clock, storage } = ctx
   const rateLimiter = new RateLimiter(
-    { send: config.rateLimits.sendPerMin, poll: config.rateLimits.pollPerMin, request: config.rateLimits.requestsPerMin },
+    { send: config.rateLimits.sendPerMin, poll: config.rateLimits.pollPerMin, pollRequest: config.rateLimits.pollRequestsPerMin, request: config.rateLimits.requestsPerMin },
     storage.rates,
   )
   const acl = new AclService(storage, clock)

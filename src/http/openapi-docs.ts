@@ -54,6 +54,7 @@ export const ROUTE_ERRORS: Record<string, { id: string; errors: ErrorCode[]; pub
   'patch /v1/agents/{publicKey}': { id: 'updateAgent', errors: [...JSON_BODY, 'forbidden'] },
   'delete /v1/agents/{publicKey}': { id: 'deleteAgent', errors: ['bad_request', 'forbidden'] },
   'get /v1/agents/{publicKey}/capabilities': { id: 'getAgentCapabilities', errors: ['bad_request', 'agent_not_found'] },
+  'post /v1/agents/{publicKey}/capabilities': { id: 'setAgentCapabilities', errors: [...JSON_BODY, 'forbidden'] },
   'get /v1/discover': { id: 'discover', errors: ['bad_request'] },
   'get /v1/capabilities': { id: 'listCapabilityTags', errors: ['bad_request'] },
   'post /v1/messages': {
@@ -67,6 +68,7 @@ export const ROUTE_ERRORS: Record<string, { id: string; errors: ErrorCode[]; pub
   'get /v1/agents/{publicKey}/acl': { id: 'listAcl', errors: ['bad_request', 'forbidden'] },
   'get /v1/agents/{publicKey}/acl/{peerKey}': { id: 'getAclEntry', errors: ['bad_request', 'forbidden', 'not_found'] },
   'put /v1/agents/{publicKey}/acl/{peerKey}': { id: 'putAclEntry', errors: [...JSON_BODY, 'forbidden', 'unprocessable_entity'] },
+  'put /v1/agents/{publicKey}/acl': { id: 'putAclEntryByBody', errors: [...JSON_BODY, 'forbidden', 'unprocessable_entity'] },
   'delete /v1/agents/{publicKey}/acl/{peerKey}': { id: 'deleteAclEntry', errors: ['bad_request', 'forbidden', 'not_found'] },
   'post /v1/blobs': { id: 'uploadBlob', errors: ['bad_request', 'payload_too_large', 'insufficient_storage'] },
   'get /v1/blobs/{blobID}': { id: 'downloadBlob', errors: ['bad_request', 'blob_not_found', 'range_not_satisfiable'] },

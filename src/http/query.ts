@@ -12,13 +12,15 @@ function decodeComponent(text: string): string | null {
 
 /**
  * Query parameters as services take them: each name once as a string, a repeated name as an array,
- * empty pieces (`&&`) skipped. A name or value that is not valid percent-encoded UTF-8 (`%ff`, `%ED%A0%80`,
- * a lone `%`) is a 400 naming the parameter — never silently replaced by U+FFFD.
+ * empty pieces (`&&`) skipped, and a parameter with an empty value (`status=`, `tag=`) treated as
+ * absent — the one leniency rule of docs/protocol.md ("What the relay ignores"). A name or value that is
+ * not valid percent-encoded UTF-8 (`%ff`, `%ED%A0%80`, a lone `%`) is a 400 naming the parameter —
+ * never silently replaced by U+FFFD. The map has no prototype, so a parameter named `__proto__` is just a name.
  */
 export function rawQuery(request: Request): Record<string, string | string[]> {
   const url = request.url
   const q = url.indexOf('?')
-  const out: Record<string, string | string[]> = {}
+  const out: Record<string, string | string[]> = Object.create(null)
   if (q < 0) return out
   const hash = url.indexOf('#', q)
   const fields: FieldErrors = {}
@@ -32,6 +34,7 @@ export function rawQuery(request: Request): Record<string, string | string[]> {
       fields[name ?? rawName] = 'is not valid percent-encoded UTF-8'
       continue
     }
+    if (value === '') continue
     const prev = out[name]
     out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value]
   }

@@ -25,7 +25,8 @@ private key never leaves this machine.
 
 Flags:
   --relay URL              relay address (env RELAY_URL, default ${DEFAULT_RELAY_URL})
-  --key FILE               your key file from relay keygen (env RELAY_KEY_FILE, default ./${DEFAULT_KEY_FILE})
+  --key FILE               your key file: from relay keygen, or an MRP tool's seed (raw 32 bytes, hex or base64)
+                           (env RELAY_KEY_FILE, default ./${DEFAULT_KEY_FILE})
   --http HOST:PORT         serve Streamable HTTP instead of stdio; HOST defaults to 127.0.0.1, PORT 0 picks one
   --allowed-host NAME      a further Host name to accept over HTTP (repeatable; loopback names always are)
   --allowed-origin ORIGIN  a further browser Origin to accept over HTTP (repeatable)
@@ -117,7 +118,7 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   let keys: KeyPair
   let files: FilePolicy
   try {
-    keys = readKeyFile(keyFile)
+    keys = readKeyFile(keyFile, (line) => void io.stderr.write(`relay mcp: ${line}`))
     files = await FilePolicy.create({
       roots: (lists.files ?? []).map((d) => resolve(io.cwd, d)),
       keyFile,

@@ -29,7 +29,7 @@ export const Capability = z.object({
 
 export const Agent = z.object({
   public_key: z.string(),
-  display_name: z.string().optional(),
+  display_name: z.string().nullable(),
   status: z.enum(['active', 'suspended']),
   visibility: z.enum(['public', 'private']),
   inbox_policy: z.enum(['open', 'closed', 'allowlist', 'blocklist']),
@@ -41,7 +41,7 @@ export const Agent = z.object({
 
 export const DiscoveryEntry = z.object({
   public_key: z.string(),
-  display_name: z.string().optional(),
+  display_name: z.string().nullable(),
   last_active_at: DateTime,
   capabilities: z.array(Capability),
 })
@@ -65,10 +65,10 @@ export const Message = z.object({
   recipient_key: z.string(),
   content_type: z.string(),
   body: z.unknown().optional(),
-  attachments: z.array(Attachment).optional(),
-  thread_id: z.string().optional(),
-  in_reply_to: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  attachments: z.array(Attachment),
+  thread_id: z.string().nullable(),
+  in_reply_to: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
   status: MessageStatus,
   created_at: DateTime,
   expires_at: DateTime,

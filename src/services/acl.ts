@@ -2,17 +2,18 @@
  * Access control (docs/protocol.md §5) and the inbox-policy decision of docs/protocol.md §4.3 step 6, which every send path
  * (HTTP and WebSocket) goes through.
  */
+import { PUBLIC_KEY_PATTERN } from '../auth/keys.ts'
 import { RelayError, badRequest } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
 import type { AclRecord } from './models/records.ts'
 import type { AclStore, Storage } from './ports.ts'
-import { AclPutInput, type AclEntryJson, type AclEntryType } from './models/acl.ts'
+import { AclPutEntryInput, AclPutInput, type AclEntryJson, type AclEntryType } from './models/acl.ts'
 import { validate } from './validate.ts'
 
 /** docs/protocol.md §5 / §12. */
 export const MAX_ACL_ENTRIES = 10_000
-const KEY_PATTERN = /^[A-Za-z0-9_-]{43}$/
+const KEY_PATTERN = PUBLIC_KEY_PATTERN
 
 export type InboxPolicy = 'open' | 'closed' | 'allowlist' | 'blocklist'
 
@@ -53,16 +54,20 @@ export class AclService {
     }
   }
 
-  /** Entries of the owner, newest first, optionally of one type. `query` is the raw query string map. */
+  /**
+   * Entries of the owner, newest first, optionally of one type: `entry_type=allow|block`, or `type=`
+   * as MRP clients also write it (both given must agree). `query` is the raw query string map.
+   */
   async list(caller: string, owner: string, query: Record<string, string | string[]> = {}): Promise<AclRecord[]> {
     this.assertOwner(caller, owner)
-    const fields: Record<string, string> = {}
+    const fields: Record<string, string> = Object.create(null) // `__proto__` is a parameter name like any other
     for (const [name, value] of Object.entries(query)) {
-      if (name !== 'entry_type') fields[name] = 'unknown parameter'
+      if (name !== 'entry_type' && name !== 'type') fields[name] = 'unknown parameter'
       else if (value !== 'allow' && value !== 'block') fields[name] = 'must be allow or block'
     }
+    if (query.entry_type !== undefined && query.type !== undefined && query.entry_type !== query.type) fields.type = 'must agree with entry_type'
     if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
-    return this.storage.acl.list(owner, query.entry_type as AclEntryType | undefined)
+    return this.storage.acl.list(owner, (query.entry_type ?? query.type) as AclEntryType | undefined)
   }
 
   async get(caller: string, owner: string, peer: string): Promise<AclRecord> {
@@ -98,6 +103,13 @@ export class AclService {
     })
   }
 
+  /** The collection form of put (`PUT /v1/agents/{publicKey}/acl` with `{peer_key, entry_type}`). */
+  async putEntry(caller: string, owner: string, body: unknown): Promise<{ row: AclRecord; created: boolean }> {
+    this.assertOwner(caller, owner)
+    const { peer_key, entry_type } = validate(AclPutEntryInput, body ?? undefined)
+    return this.put(caller, owner, peer_key, { entry_type })
+  }
+
   async delete(caller: string, owner: string, peer: string): Promise<void> {
     this.assertOwner(caller, owner)
     this.assertPeer(peer)
@@ -109,6 +121,6 @@ export class AclService {
   }
 
   private assertPeer(peer: string): void {
-    if (!KEY_PATTERN.test(peer)) throw badRequest('Invalid path parameters', { peerKey: 'must be a public key: 43 base64url characters' })
+    if (!KEY_PATTERN.test(peer)) throw badRequest('Invalid path parameters', { peerKey: 'must be a public key: 43 base64url characters, canonical (unused trailing bits zero)' })
   }
 }

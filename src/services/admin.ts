@@ -155,8 +155,13 @@ export class AdminService {
    * Suspends a key (docs/protocol.md §2.3): its requests are refused, its sockets closed, its pending
    * webhook deliveries cancelled. An unknown key gets a suspended record, so it cannot start later.
    */
-  async suspend(publicKey: unknown, reason: unknown = null): Promise<AdminAgentJson> {
+  async suspend(publicKey: unknown, reason: unknown = null, from: 'api' | 'host' = 'host'): Promise<AdminAgentJson> {
     const key = requireKey(publicKey)
+    // over the API an operator could lock every operator out, itself included, leaving only the host to
+    // recover: operator keys are suspended from the host (`relay admin suspend`) or not at all
+    if (from === 'api' && this.deps.admission.isAdmin(key)) {
+      throw new RelayError('forbidden', 'An operator key (RELAY_ADMIN_KEYS) cannot be suspended over the API; remove it from RELAY_ADMIN_KEYS first, or use relay admin suspend on the host')
+    }
     await this.deps.agents.suspend(key, optionalText(reason, 'reason', MAX_REASON_CHARS))
     return this.agent(key)
   }

@@ -7,17 +7,18 @@ import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
 import { parseExact } from '../lib/json-text.ts'
 import type { AgentJson, CapabilityJson } from '../client/types.ts'
-import { parseAgentPatch } from './agents-input.ts'
+import { parseAgentPatch, parseCapabilitiesBody } from './agents-input.ts'
 import type { AgentRecord } from './models/records.ts'
 import type { Signals, Storage, Stores } from './ports.ts'
 
 /** The wire shapes are the client's (src/client/types.ts): one definition for both sides. */
 export type { AgentJson, CapabilityJson }
 
-/** The one serializer for the Agent resource. */
+/** The one serializer for the Agent resource; `display_name` is `null` when unset, as MRP documents it. */
 export function agentToJson(row: AgentRecord): AgentJson {
-  const out: AgentJson = {
+  return {
     public_key: row.publicKey,
+    display_name: row.displayName,
     status: row.status,
     visibility: row.visibility,
     inbox_policy: row.inboxPolicy,
@@ -27,8 +28,6 @@ export function agentToJson(row: AgentRecord): AgentJson {
     metadata: parseExact(row.metadata) as Record<string, unknown>,
     capabilities: parseExact(row.capabilities) as CapabilityJson[],
   }
-  if (row.displayName !== null) out.display_name = row.displayName
-  return out
 }
 
 /**
@@ -58,6 +57,14 @@ export class AgentsService {
     this.assertOwner(caller, target)
     const update = parseAgentPatch(body)
     if (Object.keys(update).length) await this.storage.agents.updateProfile(target, update, this.clock.now())
+    return this.get(target)
+  }
+
+  /** Replaces the caller's capabilities (`POST /v1/agents/me/capabilities`); returns the updated agent. */
+  async setCapabilities(caller: string, target: string, body: unknown): Promise<AgentRecord> {
+    this.assertOwner(caller, target)
+    const capabilities = parseCapabilitiesBody(body)
+    await this.storage.agents.updateProfile(target, { capabilities }, this.clock.now())
     return this.get(target)
   }
 

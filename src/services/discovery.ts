@@ -35,13 +35,14 @@ export type { CapabilityCatalogJson, DiscoverResultJson, DiscoveryEntryJson }
 /** Query parameters as the HTTP layer hands them over: text, and text lists for repeated names. */
 export type RawQuery = Record<string, string | string[] | undefined>
 
-/** The one serializer of DiscoveryEntry: exactly the four fields of docs/protocol.md §3, display_name absent when unset. */
+/** The one serializer of DiscoveryEntry: exactly the four fields of docs/protocol.md §3, display_name null when unset. */
 export function discoveryEntryToJson(row: DiscoveryRecord): DiscoveryEntryJson {
-  const last_active_at = iso(row.lastActiveAt)
-  const capabilities = parseExact(row.capabilities) as CapabilityJson[]
-  return row.displayName === null
-    ? { public_key: row.publicKey, last_active_at, capabilities }
-    : { public_key: row.publicKey, display_name: row.displayName, last_active_at, capabilities }
+  return {
+    public_key: row.publicKey,
+    display_name: row.displayName,
+    last_active_at: iso(row.lastActiveAt),
+    capabilities: parseExact(row.capabilities) as CapabilityJson[],
+  }
 }
 
 const asList = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v])
@@ -86,11 +87,8 @@ export class DiscoveryService {
 
   /** GET /v1/capabilities: tags of public active agents with their counts, most used first. */
   async catalog(raw: RawQuery): Promise<CapabilityCatalogJson> {
-    const query = validate(
-      CapabilitiesQuery,
-      defined({ prefix: asOne(raw.prefix), limit: asOne(raw.limit), ...unknownOnly(raw, ['prefix', 'limit']) }),
-      'query parameters',
-    )
+    refuseUnknown(raw, ['prefix', 'limit'])
+    const query = validate(CapabilitiesQuery, defined({ prefix: asOne(raw.prefix), limit: asOne(raw.limit) }), 'query parameters')
     const fields: FieldErrors = {}
     const prefix = query.prefix ?? ''
     if (!TAG_PREFIX_PATTERN.test(prefix)) fields.prefix = 'must be at most 64 characters of A-Z a-z 0-9 _ : . -'
@@ -107,6 +105,7 @@ export class DiscoveryService {
    * `name` counts as absent; an invalid or empty `tag` is a 400.
    */
   parseDiscover(raw: RawQuery): (DiscoveryFilter & { limit: number }) | 'empty' {
+    refuseUnknown(raw, ['tag', 'q', 'name', 'active_since', 'limit', 'cursor'])
     const query = validate(
       DiscoverQuery,
       defined({
@@ -116,7 +115,6 @@ export class DiscoveryService {
         active_since: asOne(raw.active_since),
         limit: asOne(raw.limit),
         cursor: asOne(raw.cursor),
-        ...unknownOnly(raw, ['tag', 'q', 'name', 'active_since', 'limit', 'cursor']),
       }),
       'query parameters',
     )
@@ -147,12 +145,8 @@ export class DiscoveryService {
     const after = query.cursor === undefined ? null : decodeCursor(query.cursor)
     if (query.cursor !== undefined && after === null) fields.cursor = 'is not a cursor from next_cursor'
 
+    // no filter at all lists every public agent, most recently active first (MRP marks every parameter optional)
     if (Object.keys(fields).length) throw badRequest('Invalid query parameters', fields)
-    if (tags.length === 0 && text.kind === 'absent' && name === undefined && activeSince === null) {
-      throw badRequest('At least one of tag, q, name or active_since is required', {
-        query: 'give at least one of tag, q, name, active_since',
-      })
-    }
     if (text.kind === 'none') return 'empty'
     return {
       tags,
@@ -172,11 +166,10 @@ function defined(raw: RawQuery): RawQuery {
   return out
 }
 
-/** Parameters outside `known`, kept so that validation reports them as unknown (docs/protocol.md §11). */
-function unknownOnly(raw: RawQuery, known: string[]): RawQuery {
-  const out: RawQuery = {}
-  for (const [k, v] of Object.entries(raw)) if (!known.includes(k)) out[k] = v
-  return out
+/** An unknown query parameter is a 400 naming it (docs/protocol.md §11): a mistyped filter must not widen a search. */
+function refuseUnknown(raw: RawQuery, known: string[]): void {
+  const unknown = Object.keys(raw).filter((k) => !known.includes(k))
+  if (unknown.length) throw badRequest('Invalid query parameters', Object.fromEntries(unknown.map((k) => [k, 'unknown parameter'])))
 }
 
 const truncate = (s: string) => (s.length > 70 ? `${s.slice(0, 67)}...` : s)

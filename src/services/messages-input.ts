@@ -2,11 +2,12 @@
  * Input checks of the messages service, shared by every path that reaches it (HTTP and WebSocket):
  * the send body (docs/protocol.md §4.3 checks 1–3, in order) and the query parameters of polls and thread listings.
  */
+import { PUBLIC_KEY_PATTERN } from '../auth/keys.ts'
 import { RelayError, badRequest, type FieldErrors } from '../errors.ts'
 import { memberText } from '../lib/json-text.ts'
 import type { InboxFilter, MessagePosition as Position } from './models/records.ts'
 import { decodeCursor } from './cursor.ts'
-import { MESSAGE_LIMITS, SendMessageInput, type AttachmentInput } from './models/message.ts'
+import { MESSAGE_LIMITS, SendMessageShape, type AttachmentInput } from './models/message.ts'
 import { Text, textProblem } from './models/text.ts'
 import { isPlainObject, jsonKind, validate, withoutNulls } from './validate.ts'
 
@@ -52,20 +53,20 @@ export function parseSendInput(input: unknown): SendRequest {
       })
     }
   }
-  const msg = validate(SendMessageInput, withoutNulls(input, NULLABLE))
+  const msg = validate(SendMessageShape, bareBlobIds(withoutNulls(input, NULLABLE)))
+  const attachments: AttachmentInput[] = msg.attachments ?? []
   const fields: FieldErrors = {}
   const metadataText = msg.metadata === undefined ? null : memberText(input as Record<string, unknown>, 'metadata')
   if (metadataText !== null && Buffer.byteLength(metadataText) > MESSAGE_LIMITS.metadataBytes) {
     fields.metadata = 'must be at most 16 KiB as sent'
   }
-  msg.attachments?.forEach((a, i) => {
+  attachments.forEach((a, i) => {
     for (const k of ['dek_enc', 'dek_ct'] as const) {
       const v = a[k]
       if (v !== undefined && Buffer.byteLength(v) > MESSAGE_LIMITS.dekBytes) fields[`attachments[${i}].${k}`] = 'must be at most 4 KiB'
     }
   })
   if (Object.keys(fields).length) throw badRequest('Invalid request body', fields)
-  const attachments = msg.attachments ?? []
   if (bodyText === null && attachments.length === 0) {
     throw new RelayError('unprocessable_entity', 'A message needs a body or at least one attachment')
   }
@@ -81,6 +82,12 @@ export function parseSendInput(input: unknown): SendRequest {
   }
 }
 
+/** A bare blob id in `attachments` (what MRP's SDK sends) is an attachment with only its blob_id. */
+function bareBlobIds(input: unknown): unknown {
+  if (!isPlainObject(input) || !Array.isArray(input.attachments) || !input.attachments.some((a) => typeof a === 'string')) return input
+  return { ...input, attachments: input.attachments.map((a) => (typeof a === 'string' ? { blob_id: a } : a)) }
+}
+
 /** Raw query parameters: a repeated name arrives as an array. */
 export type RawQuery = Record<string, string | string[]>
 
@@ -93,7 +100,7 @@ export interface PollRequest extends PageRequest {
   filter: InboxFilter
 }
 
-const KEY = /^[A-Za-z0-9_-]{43}$/
+const KEY = PUBLIC_KEY_PATTERN
 const STATUSES = new Set(['sent', 'delivered', 'expired'])
 
 type ParamRule = (value: string) => string | null
@@ -116,10 +123,11 @@ const POLL_RULES: Record<string, ParamRule> = {
 
 /** Checks every parameter against `rules`; unknown or repeated parameters are errors (docs/protocol.md §11). */
 function checkQuery(raw: RawQuery, rules: Record<string, ParamRule>): Record<string, string> {
-  const fields: FieldErrors = {}
-  const out: Record<string, string> = {}
+  // no prototypes: a parameter named `__proto__` or `toString` is an unknown name like any other
+  const fields: FieldErrors = Object.create(null)
+  const out: Record<string, string> = Object.create(null)
   for (const [name, value] of Object.entries(raw)) {
-    const rule = rules[name]
+    const rule = Object.hasOwn(rules, name) ? rules[name] : undefined
     if (!rule) fields[name] = 'unknown parameter'
     else if (Array.isArray(value)) fields[name] = 'must be given at most once'
     else {

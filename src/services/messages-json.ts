@@ -15,8 +15,10 @@ export function effectiveStatus(row: Pick<MessageRecord, 'status' | 'expiresAt'>
 }
 
 /**
- * Message as JSON at `now`. Optional fields are omitted when absent; an expired message has no body
- * and no attachments (docs/protocol.md §4.6), even before the sweep dropped them from storage.
+ * Message as JSON at `now`, in the shape MRP documents: `attachments` always present (`[]` when none),
+ * `thread_id`, `in_reply_to` and `metadata` `null` when unset, `body` omitted when there is none, and
+ * `delivered_at` present once delivered. An expired message has no body and no attachments
+ * (docs/protocol.md §4.6), even before the sweep dropped them from storage.
  */
 export function messageToJson(row: MessageRecord, now: number): MessageJson {
   const status = effectiveStatus(row, now)
@@ -27,13 +29,12 @@ export function messageToJson(row: MessageRecord, now: number): MessageJson {
     recipient_key: row.recipientKey,
     content_type: row.contentType,
   }
-  if (status !== 'expired') {
-    if (row.body !== null) out.body = new RawJson(row.body)
-    if (row.attachments !== null) out.attachments = JSON.parse(row.attachments)
-  }
-  if (row.threadId !== null) out.thread_id = row.threadId
-  if (row.inReplyTo !== null) out.in_reply_to = row.inReplyTo
-  if (row.metadata !== null) out.metadata = new RawJson(row.metadata)
+  const live = status !== 'expired'
+  if (live && row.body !== null) out.body = new RawJson(row.body)
+  out.attachments = live && row.attachments !== null ? JSON.parse(row.attachments) : []
+  out.thread_id = row.threadId
+  out.in_reply_to = row.inReplyTo
+  out.metadata = row.metadata === null ? null : new RawJson(row.metadata)
   out.status = status
   out.created_at = iso(row.createdAt)
   out.expires_at = iso(row.expiresAt)

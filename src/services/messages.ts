@@ -114,30 +114,36 @@ export class MessagesService {
    * `sent` set, the next `sent` page is simply the oldest remaining ones: the cursor is checked but not
    * needed as a position, so a message accepted in the same millisecond as the last one returned (with
    * a smaller random id) is never passed over. Other statuses page by cursor position.
-   * 400 for bad parameters, then 429.
+   *
+   * Limits (docs/protocol.md §7): the receive limit counts messages returned, not requests — a page holds
+   * at most what is left of it (then `has_more` says more wait), and a poll with none left is a 429; the
+   * requests themselves count against the generous `pollRequest` cap only. 400 for bad parameters, then 429.
    */
   async poll(recipientKey: string, query: RawQuery = {}): Promise<PollOutcome> {
     const now = this.clock.now()
     let rate: RateInfo | null = null
     try {
       const req = parsePollQuery(query)
-      rate = await this.limiter.enforce('poll', recipientKey, now)
+      await this.limiter.enforce('pollRequest', recipientKey, now)
+      const limit = Math.min(req.limit, await this.limiter.room('poll', recipientKey, now))
       const cutoff = now - this.retentionMs
       let rows: MessageRecord[]
       if (req.filter.status === 'sent') {
         rows = await this.storage.transaction(async ({ messages }) => {
-          const found = await messages.listInbox(recipientKey, req.filter, null, req.limit + 1, now, cutoff)
-          await messages.markDelivered(found.slice(0, req.limit).map((r) => r.messageId), now)
+          const found = await messages.listInbox(recipientKey, req.filter, null, limit + 1, now, cutoff)
+          await messages.markDelivered(found.slice(0, limit).map((r) => r.messageId), now)
           return found
         })
-        for (const r of rows.slice(0, req.limit)) {
+        for (const r of rows.slice(0, limit)) {
           r.status = 'delivered'
           r.deliveredAt = now
         }
       } else {
-        rows = await this.storage.messages.listInbox(recipientKey, req.filter, req.after, req.limit + 1, now, cutoff)
+        rows = await this.storage.messages.listInbox(recipientKey, req.filter, req.after, limit + 1, now, cutoff)
       }
-      return { ...this.page(rows, req.limit, now), rate }
+      const page = this.page(rows, limit, now)
+      rate = await this.limiter.take('poll', recipientKey, page.messages.length, now)
+      return { ...page, rate }
     } catch (err) {
       throw withRateHeaders(err, rate ?? (await this.limiter.peek('poll', recipientKey, now)))
     }

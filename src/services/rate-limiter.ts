@@ -5,14 +5,17 @@
  * traffic actually counted in the last minute (never by the configured limit), and idle agents are
  * dropped by `prune`. A limit of 0 means unlimited and keeps no state at all.
  *
- * Kinds: `send` is shared by POST /v1/messages and WebSocket `send` frames; `poll` is GET /v1/messages;
- * `request` is every other authenticated HTTP request (the general limit, see http/pipeline.ts).
+ * Kinds: `send` is shared by POST /v1/messages and WebSocket `send` frames; `poll` counts the messages
+ * an agent receives through GET /v1/messages (one event per message returned, as MRP counts its receive
+ * limit, so polling an empty inbox costs nothing there); `pollRequest` counts the poll requests
+ * themselves against a generous cap that only a loop reaches; `request` is every other authenticated
+ * HTTP request (the general limit, see http/pipeline.ts).
  */
 import { RelayError } from '../errors.ts'
 import { SlidingWindowCounters } from '../lib/sliding-window.ts'
 import type { RateStore } from './ports.ts'
 
-export type RateKind = 'send' | 'poll' | 'request'
+export type RateKind = 'send' | 'poll' | 'pollRequest' | 'request'
 
 /** What a limited endpoint reports about the caller's window. `headers` is empty when unlimited. */
 export interface RateInfo {
@@ -42,7 +45,7 @@ export class RateLimiter {
   private readonly local = new SlidingWindowCounters()
 
   constructor(
-    private readonly limits: Record<Exclude<RateKind, 'request'>, number> & { request?: number },
+    private readonly limits: Record<'send' | 'poll', number> & { pollRequest?: number; request?: number },
     /** Where send and poll windows are counted: shared by every instance of a cluster. */
     private readonly shared: RateStore = new SlidingWindowCounters(),
     private readonly windowMs: number = RATE_WINDOW_MS,
@@ -78,9 +81,39 @@ export class RateLimiter {
   async enforce(kind: RateKind, key: string, now: number): Promise<RateInfo> {
     const result = await this.check(kind, key, now)
     if (result.allowed) return result
-    throw new RelayError(
+    throw this.refusal(result, 'requests')
+  }
+
+  /**
+   * Room left in a window counted per item (received messages): how many items may still be taken,
+   * or 429 when none (`Infinity` when unlimited). Nothing is counted; `take` counts what was taken.
+   */
+  async room(kind: RateKind, key: string, now: number): Promise<number> {
+    const limit = this.limitOf(kind)
+    if (limit <= 0) return Infinity
+    const w = await this.storeOf(kind).peek(`${kind}:${key}`, this.windowMs, now)
+    if (w.count < limit) return limit - w.count
+    const freeAt = w.oldestAt + this.windowMs
+    const retryAfterS = Math.max(1, Math.ceil((freeAt - now) / 1000))
+    throw this.refusal({ ...this.info(limit, 0, freeAt), allowed: false, retryAfterS }, 'messages')
+  }
+
+  /**
+   * Counts `n` items taken in the window of `key` (after `room` allowed them) and returns the window as
+   * it then stands. Concurrent takers may together pass the limit by what they took at once; the next
+   * `room` then answers 429 until the window frees.
+   */
+  async take(kind: RateKind, key: string, n: number, now: number): Promise<RateInfo> {
+    const limit = this.limitOf(kind)
+    if (limit <= 0) return { limit: 0, remaining: 0, resetAt: 0, headers: {} }
+    for (let i = 0; i < n; i++) await this.storeOf(kind).hit(`${kind}:${key}`, Number.MAX_SAFE_INTEGER, this.windowMs, now)
+    return this.peek(kind, key, now)
+  }
+
+  private refusal(result: RateCheck, what: 'requests' | 'messages'): RelayError {
+    return new RelayError(
       'rate_limit_exceeded',
-      `Rate limit of ${result.limit} requests per minute exceeded; retry in ${result.retryAfterS} s`,
+      `Rate limit of ${result.limit} ${what} per minute exceeded; retry in ${result.retryAfterS} s`,
       { limit: result.limit, window: '1m', retry_after: result.retryAfterS },
       { ...result.headers, 'Retry-After': String(result.retryAfterS) },
     )
@@ -99,7 +132,7 @@ export class RateLimiter {
   tracked(): Record<RateKind, number> {
     const shared = this.shared as Partial<SlidingWindowCounters>
     const count = (kind: RateKind) => (kind === 'request' ? this.local.tracked('request:') : (shared.tracked?.(`${kind}:`) ?? 0))
-    return { send: count('send'), poll: count('poll'), request: count('request') }
+    return { send: count('send'), poll: count('poll'), pollRequest: count('pollRequest'), request: count('request') }
   }
 
   /** Drops agents with nothing left in their window; returns how many were dropped. */

@@ -124,17 +124,52 @@ function compiledCheck(schema: TSchema): TypeCheck<TSchema> {
   return check
 }
 
-/** Every offending field of `value` against the schema (empty when it conforms). */
-export function fieldErrors(schema: TSchema, value: unknown): FieldErrors {
-  const check = compiledCheck(schema)
-  return check.Check(value) ? {} : collectFieldErrors(check.Errors(value))
+/**
+ * The one leniency rule for bodies (docs/protocol.md, "What the relay ignores"): a copy of `value` holding
+ * only the members its schema declares, at every level the schema describes (objects, arrays of them,
+ * the object variant of a union), so unknown fields are ignored, never refused and never stored. The
+ * copy is built from the schema's names only, so a member named `__proto__`, `constructor` or
+ * `toString` is dropped like any other and can never reach a prototype. Free JSON (`Record`,
+ * `Unknown`: message bodies, metadata, input schemas) is kept whole.
+ */
+export function dropUnknown(schema: TSchema, value: unknown): unknown {
+  const s = schema as AnySchema
+  switch (s[Kind]) {
+    case 'Object': {
+      if (!isPlainObject(value)) return value
+      const out: Record<string, unknown> = {}
+      for (const [name, member] of Object.entries(s.properties as Record<string, TSchema>)) {
+        if (Object.hasOwn(value, name)) out[name] = dropUnknown(member, value[name])
+      }
+      return out
+    }
+    case 'Array':
+      return Array.isArray(value) ? value.map((v) => dropUnknown(s.items as TSchema, v)) : value
+    case 'Union': {
+      const object = (s.anyOf as AnySchema[]).find((v) => v[Kind] === 'Object')
+      return object && isPlainObject(value) ? dropUnknown(object, value) : value
+    }
+    default:
+      return value
+  }
 }
 
-/** Returns the value typed by the schema, or throws 400 with every offending field in `details`. */
+/** Every offending field of `value` against the schema, unknown fields ignored (empty when it conforms). */
+export function fieldErrors(schema: TSchema, value: unknown): FieldErrors {
+  const check = compiledCheck(schema)
+  const known = dropUnknown(schema, value)
+  return check.Check(known) ? {} : collectFieldErrors(check.Errors(known))
+}
+
+/**
+ * Returns the value typed by the schema (a copy without unknown fields), or throws 400 with every
+ * offending field in `details`.
+ */
 export function validate<T extends TSchema>(schema: T, value: unknown, what = 'request body'): Static<T> {
   const check = compiledCheck(schema)
-  if (check.Check(value)) return value as Static<T>
-  throw badRequest(`Invalid ${what}`, collectFieldErrors(check.Errors(value)))
+  const known = dropUnknown(schema, value)
+  if (check.Check(known)) return known as Static<T>
+  throw badRequest(`Invalid ${what}`, collectFieldErrors(check.Errors(known)))
 }
 
 /** What a JSON value is, for messages: "null", "an array", "a string"… */

@@ -7,7 +7,7 @@ import type { Clock } from '../lib/clock.ts'
 import { iso } from '../lib/clock.ts'
 import { newDeliveryId } from '../lib/ids.ts'
 import { decodeBase64Url } from '../lib/base64url.ts'
-import { PRIVATE_TARGETS_HINT, blockedAddressKind, isIpLiteral } from '../delivery/address-policy.ts'
+import { PRIVATE_TARGETS_HINT, blockedAddressKind, isIpLiteral, isLocalhostName } from '../delivery/address-policy.ts'
 import type { MessageRecord, WebhookRecord } from './models/records.ts'
 import type { Storage, Stores } from './ports.ts'
 import { WEBHOOK_LIMITS, WebhookPutInput, type WebhookConfigJson } from './models/webhook.ts'
@@ -38,7 +38,9 @@ export class WebhooksService {
 
   /**
    * Registers or replaces the caller's webhook: 403 for someone else's, 400 for a bad URL or secret,
-   * 422 for a literal address in a refused range. A replacement is enabled with no failures.
+   * 422 for a literal address in a refused range or a loopback name (`localhost`, `*.localhost`,
+   * `ip6-localhost`, …) — names that can only ever resolve to this machine. A replacement is enabled
+   * with no failures.
    */
   async put(caller: string, owner: string, body: unknown): Promise<WebhookRecord> {
     this.assertOwner(caller, owner)
@@ -50,6 +52,13 @@ export class WebhooksService {
     if (!secret || secret.length !== WEBHOOK_LIMITS.secretBytes) fields.secret = 'must be unpadded base64url of exactly 32 bytes (43 characters)'
     if (Object.keys(fields).length) throw badRequest('Invalid request body', fields)
     const host = (url as URL).hostname
+    if (!this.opts.allowPrivateTargets && isLocalhostName(host)) {
+      throw new RelayError('unprocessable_entity', `Webhook target ${host} is a loopback name; this relay does not deliver to such targets (${PRIVATE_TARGETS_HINT})`, {
+        field: 'url',
+        address: host,
+        range: 'loopback',
+      })
+    }
     if (!this.opts.allowPrivateTargets && isIpLiteral(host)) {
       const kind = blockedAddressKind(host)
       if (kind) {

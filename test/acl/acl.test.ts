@@ -86,10 +86,11 @@ describe('errors', () => {
     }
   })
 
-  test('PUT body: entry_type required, allow|block only, no other fields', async () => {
+  test('PUT body: entry_type required, allow|block only (other fields ignored)', async () => {
     const a = await agent(t)
     const peer = unknownKey()
-    for (const body of [{}, { entry_type: 'deny' }, { entry_type: 'allow', note: 'x' }, [], 'allow']) {
+    expect((await put(a, unknownKey(), { entry_type: 'allow', note: 'x', __proto__: 1 })).status).toBe(201)
+    for (const body of [{}, { entry_type: 'deny' }, [], 'allow']) {
       await expectError(await put(a, peer, body), 400, 'bad_request')
     }
     await expectError(await a.transport.send('PUT', aclPath(a.publicKey, peer)), 400, 'bad_request')
@@ -127,4 +128,36 @@ test('deleting an agent removes the ACL entries it owns', async () => {
   const left = t.relay.sqlite!.query('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?').get(a.publicKey) as { n: number }
   expect(left.n).toBe(0)
   expect(await a.acl.list()).toEqual([]) // the key re-appears as a fresh agent
+})
+
+describe('MRP forms', () => {
+  test('PUT /v1/agents/{key}/acl with {peer_key, entry_type} creates (201) then changes (200) the entry', async () => {
+    const a = await agent(t)
+    const peer = unknownKey()
+    const created = await a.transport.send('PUT', `/v1/agents/${a.publicKey}/acl`, { peer_key: peer, entry_type: 'block' })
+    expect(created.status).toBe(201)
+    expect(await created.json()).toMatchObject({ owner_key: a.publicKey, peer_key: peer, entry_type: 'block' })
+    const changed = await a.transport.send('PUT', '/v1/agents/me/acl', { peer_key: peer, entry_type: 'allow' })
+    expect(changed.status).toBe(200)
+    expect(((await changed.json()) as any).entry_type).toBe('allow')
+    expect((await a.acl.get(peer)).entry_type).toBe('allow')
+    const e = await expectError(await a.transport.send('PUT', '/v1/agents/me/acl', { entry_type: 'allow' }), 400, 'bad_request')
+    expect(Object.keys(e.details.fields)).toEqual(['peer_key'])
+    await expectError(await a.transport.send('PUT', '/v1/agents/me/acl', { peer_key: 'nope', entry_type: 'allow' }), 400, 'bad_request')
+    const other = await agent(t)
+    await expectError(await a.transport.send('PUT', `/v1/agents/${other.publicKey}/acl`, { peer_key: peer, entry_type: 'allow' }), 403, 'forbidden')
+  })
+  test('the list filter as type=allow|block', async () => {
+    const a = await agent(t)
+    const [p1, p2] = [unknownKey(), unknownKey()]
+    await a.acl.allow(p1)
+    await a.acl.block(p2)
+    const allowed: any = await (await a.transport.send('GET', `/v1/agents/${a.publicKey}/acl?type=allow`)).json()
+    expect(allowed.map((x: any) => x.peer_key)).toEqual([p1])
+    const blocked: any = await (await a.transport.send('GET', `/v1/agents/${a.publicKey}/acl?type=block&entry_type=block`)).json()
+    expect(blocked.map((x: any) => x.peer_key)).toEqual([p2])
+    await expectError(await a.transport.send('GET', `/v1/agents/${a.publicKey}/acl?type=deny`), 400, 'bad_request')
+    await expectError(await a.transport.send('GET', `/v1/agents/${a.publicKey}/acl?type=allow&entry_type=block`), 400, 'bad_request')
+    expect(((await (await a.transport.send('GET', `/v1/agents/${a.publicKey}/acl?type=`)).json()) as any).length).toBe(2)
+  })
 })

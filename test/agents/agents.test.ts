@@ -32,7 +32,7 @@ describe('PATCH merge semantics', () => {
     a = await c.updateProfile({ visibility: 'public', inbox_policy: 'open' })
     expect([a.visibility, a.inbox_policy]).toEqual(['public', 'open'])
     a = await c.updateProfile({ display_name: null, capabilities: [] })
-    expect('display_name' in a).toBe(false)
+    expect(a.display_name).toBeNull()
     expect(a.capabilities).toEqual([])
     expect(a.metadata).toEqual({ z: true })
   })
@@ -83,8 +83,28 @@ describe('limits of §2.1, each naming its field', () => {
     patchError(c(), { capabilities: [{ name: 'a', input_schema: { d: 'x'.repeat(16 * 1024) } }] }, 'capabilities[0].input_schema'))
   test('version over 64', () => patchError(c(), { capabilities: [{ name: 'a', version: 'v'.repeat(65) }] }, 'capabilities[0].version'))
   test('duplicate capability names', () => patchError(c(), { capabilities: [{ name: 'a' }, { name: 'a' }] }, 'capabilities[1].name'))
-  test('unknown field', () => patchError(c(), { display_name: 'ok', colour: 'blue' }, 'colour'))
-  test('unknown capability field', () => patchError(c(), { capabilities: [{ name: 'a', price: 3 }] }, 'capabilities[0].price'))
+  test('unknown fields, at the top and in a capability, are ignored and not stored', async () => {
+    const cl = c()
+    const res = await cl.transport.send(
+      'PATCH',
+      `/v1/agents/${cl.publicKey}`,
+      '{"display_name":"ok","colour":"blue","toString":1,"constructor":{"prototype":{"x":1}},"__proto__":{"polluted":true},"capabilities":[{"name":"a","price":3,"__proto__":{"polluted":true}}]}',
+      { 'content-type': 'application/json' },
+    )
+    expect(res.status).toBe(200)
+    const p: any = await res.json()
+    expect(p.display_name).toBe('ok')
+    expect(p.capabilities).toEqual([{ name: 'a' }])
+    for (const k of ['colour', 'toString', 'constructor']) expect(Object.hasOwn(p, k)).toBe(false)
+    expect(({} as any).polluted).toBeUndefined()
+    expect(await cl.getAgent()).toEqual(p)
+  })
+  test('null for a capability\'s optional fields means absent', async () => {
+    const cl = c()
+    const p = await cl.updateProfile({ capabilities: [{ name: 'a', description: null, tags: null, input_schema: null, version: null }] } as any)
+    expect(p.capabilities).toEqual([{ name: 'a' }])
+    await patchError(cl, { capabilities: [{ name: null }] }, 'capabilities[0].name')
+  })
   test('wrong type for display_name', () => patchError(c(), { display_name: 42 }, 'display_name'))
   test('a body that is not an object', async () => {
     const cl = c()
@@ -139,7 +159,7 @@ describe('DELETE', () => {
     expect(db.query('SELECT count(*) AS n FROM agent_tags WHERE public_key = ?').get(keys.publicKey)).toEqual({ n: 0 })
     await expectError(await t.client().transport.send('GET', `/v1/agents/${keys.publicKey}`), 404, 'agent_not_found')
     const again = await c.getAgent()
-    expect(again.display_name).toBeUndefined()
+    expect(again.display_name).toBeNull()
     expect(again.capabilities).toEqual([])
   })
   test('204 has no body', async () => {

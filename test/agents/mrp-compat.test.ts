@@ -16,7 +16,7 @@ afterAll(() => t.close())
 
 describe('null is absent on send', () => {
   const nulls = { thread_id: null, in_reply_to: null, metadata: null, attachments: null, content_type: null, expires_in: null }
-  test('over HTTP: defaults apply and the fields are left out of the message', async () => {
+  test('over HTTP: defaults apply and the message reads back with attachments [] and the others null', async () => {
     const a = await agent(t)
     const res = await rawSend(a, { recipient_key: a.publicKey, body: { x: 1 }, ...nulls })
     expect(res.status).toBe(201)
@@ -24,7 +24,8 @@ describe('null is absent on send', () => {
     expect(Date.parse(sent.expires_at) - Date.parse(sent.created_at)).toBe(604_800_000)
     const m: any = await a.getMessage(sent.message_id)
     expect(m.content_type).toBe('application/json')
-    for (const k of ['thread_id', 'in_reply_to', 'metadata', 'attachments']) expect(k in m).toBe(false)
+    expect(m.attachments).toEqual([])
+    for (const k of ['thread_id', 'in_reply_to', 'metadata']) expect(m[k]).toBeNull()
   })
   test('over a WebSocket send frame', async () => {
     const a = await agent(t)
@@ -50,7 +51,7 @@ describe('null in a profile PATCH', () => {
   test('display_name null clears it; null visibility, inbox_policy, metadata, capabilities leave them unchanged', async () => {
     const a = await agent(t, { display_name: 'Ann', visibility: 'public', inbox_policy: 'open', metadata: { k: 1 }, capabilities: [{ name: 'c', tags: ['t'] }] })
     const after = await a.updateProfile({ display_name: null, visibility: null, inbox_policy: null, metadata: null, capabilities: null } as any)
-    expect(after.display_name).toBeUndefined()
+    expect(after.display_name).toBeNull()
     expect(after.visibility).toBe('public')
     expect(after.inbox_policy).toBe('open')
     expect(after.metadata).toEqual({ k: 1 })
@@ -219,4 +220,32 @@ test('GET /v1/health/live answers {"status":"ok"} without touching the database'
     r.relay.sqlite!.close = () => {}
     await r.close().catch(() => {})
   }
+})
+
+describe('POST /v1/agents/me/capabilities', () => {
+  test('sets the caller\'s capabilities from {capabilities} or a bare array; discovery sees them', async () => {
+    const a = await agent(t, { visibility: 'public' })
+    const caps = [{ name: 'Translate', description: 'any language', tags: ['mrp-caps', 'NLP'], input_schema: { n: 9007199254740993 }, version: '1.0' }]
+    const res = await a.transport.send('POST', '/v1/agents/me/capabilities', JSON.stringify({ capabilities: caps }).replace('9007199254740992', '9007199254740993'), {
+      'content-type': 'application/json',
+    })
+    expect(res.status).toBe(200)
+    const text = await res.text()
+    expect(text).toContain('9007199254740993')
+    expect(JSON.parse(text).capabilities[0]).toMatchObject({ name: 'Translate', tags: ['mrp-caps', 'nlp'], version: '1.0' })
+    expect((await a.getAgent()).capabilities.map((c) => c.name)).toEqual(['Translate'])
+    expect((await a.discover({ tag: ['mrp-caps'] })).agents.map((x) => x.public_key)).toEqual([a.publicKey])
+
+    const bare = await a.transport.send('POST', '/v1/agents/me/capabilities', ['summarize', { name: 'x', input_schema: null, version: null, extra: 1 }])
+    expect(bare.status).toBe(200)
+    expect(((await bare.json()) as any).capabilities).toEqual([{ name: 'summarize', tags: ['summarize'] }, { name: 'x' }])
+    // the same path with the caller's own key; another agent's key is 403; a bad body names the field
+    expect((await a.transport.send('POST', `/v1/agents/${a.publicKey}/capabilities`, { capabilities: [] })).status).toBe(200)
+    expect((await a.getAgent()).capabilities).toEqual([])
+    const other = await agent(t)
+    await expectError(await a.transport.send('POST', `/v1/agents/${other.publicKey}/capabilities`, { capabilities: [] }), 403, 'forbidden')
+    const e = await expectError(await a.transport.send('POST', '/v1/agents/me/capabilities', {}), 400, 'bad_request')
+    expect(Object.keys(e.details.fields)).toEqual(['capabilities'])
+    await expectError(await a.transport.send('POST', '/v1/agents/me/capabilities', { capabilities: [{ name: 'a' }, { name: 'a' }] }), 400, 'bad_request')
+  })
 })

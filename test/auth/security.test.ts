@@ -160,6 +160,7 @@ describe('step 5: agents', () => {
     const agent = await t.client(fresh).getAgent()
     expect(agent).toEqual({
       public_key: fresh.publicKey,
+      display_name: null,
       status: 'active',
       visibility: 'private',
       inbox_policy: 'blocklist',
@@ -212,5 +213,35 @@ describe('independent implementation', () => {
     )
     expect(res.status).toBe(200)
     expect(((await res.json()) as any).display_name).toBe('noble')
+  })
+})
+
+describe('keys are canonical everywhere a key is accepted', () => {
+  // the same 32 bytes spelled with non-zero unused trailing bits: decodes leniently to the same key
+  const variant = (key: string) => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    const last = alphabet.indexOf(key[42])
+    return key.slice(0, 42) + alphabet[last | 1]
+  }
+  test('non-canonical spellings are refused as recipients, ACL peers, path keys, filters and headers', async () => {
+    const a = t.client()
+    const b = t.client()
+    await b.getAgent()
+    const odd = variant(b.publicKey)
+    expect(odd).not.toBe(b.publicKey)
+    expect(Buffer.from(odd, 'base64url').equals(Buffer.from(b.publicKey, 'base64url'))).toBe(true)
+    const send = await a.transport.send('POST', '/v1/messages', { recipient_key: odd, body: 1 })
+    expect(send.status).toBe(400)
+    expect(((await send.json()) as any).error.details.fields.recipient_key).toContain('canonical')
+    expect((await a.transport.send('PUT', `/v1/agents/${a.publicKey}/acl/${odd}`, { entry_type: 'block' })).status).toBe(400)
+    expect((await a.transport.send('PUT', `/v1/agents/${a.publicKey}/acl`, { peer_key: odd, entry_type: 'block' })).status).toBe(400)
+    expect((await a.transport.send('GET', `/v1/agents/${odd}`)).status).toBe(400)
+    expect((await a.transport.send('GET', `/v1/messages?sender_key=${odd}`)).status).toBe(400)
+    // a request signed by b's key but naming it in the non-canonical spelling
+    const req = b.transport.buildRequest('GET', '/v1/agents/me')
+    req.headers.set('x-m2m-public-key', odd)
+    expect((await t.handle(req)).status).toBe(401)
+    // the canonical spellings work
+    expect((await a.transport.send('POST', '/v1/messages', { recipient_key: b.publicKey, body: 1 })).status).toBe(201)
   })
 })

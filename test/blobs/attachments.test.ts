@@ -56,7 +56,7 @@ describe('a send with attachments', () => {
     t.clock.advance(10_000)
     const expired = await a.getMessage(sent2.message_id)
     expect(expired.status).toBe('expired')
-    expect(expired.attachments).toBeUndefined()
+    expect(expired.attachments).toEqual([])
   })
 })
 

@@ -54,7 +54,7 @@ const seen: { line: string; body: string }[] = []
 beforeAll(async () => {
   await buildBinary()
   dir = tempDir('relay-cli-stub-')
-  writeFileSync(join(dir, 'relay.key'), encodeKeyFile(keys))
+  writeFileSync(join(dir, 'relay.key'), encodeKeyFile(keys), { mode: 0o600 })
   stub = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',

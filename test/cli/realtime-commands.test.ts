@@ -18,7 +18,7 @@ let url: string
 beforeAll(async () => {
   await buildBinary()
   dir = tempDir('relay-cli-rt-')
-  writeFileSync(join(dir, 'relay.key'), encodeKeyFile(keys))
+  writeFileSync(join(dir, 'relay.key'), encodeKeyFile(keys), { mode: 0o600 })
   // the binary signs with the wall clock: start the fake clock there
   t = await startTestRelay({ host: '127.0.0.1', rateLimits: { sendPerMin: 0, pollPerMin: 0 } }, { clock: new FakeClock(Date.now()) })
   url = (await t.relay.start()).url

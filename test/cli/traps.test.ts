@@ -148,7 +148,7 @@ describe('everyday commands', () => {
     const deleted = await f.cli(['agent', 'delete', '--yes'])
     expect([deleted.code, deleted.stdout]).toEqual([0, `deleted ${f.me}\n`])
     // the next signed request creates a fresh, empty agent
-    expect(JSON.parse((await f.cli(['profile', 'get', '--json'])).stdout).display_name).toBeUndefined()
+    expect(JSON.parse((await f.cli(['profile', 'get', '--json'])).stdout).display_name).toBeNull()
   }, 60_000)
 })
 

@@ -5,6 +5,9 @@ import { join } from 'node:path'
 import { ConfigError, defaultConfig, loadConfig } from '../../src/config/load.ts'
 import { OPTIONS } from '../../src/config/options.ts'
 import { parseDurationMs, parseSizeBytes } from '../../src/lib/units.ts'
+import { spawnSync } from 'bun'
+import { parseArgs } from '../../src/cli/args.ts'
+import { SERVE_FLAGS } from '../../src/cli/serve.ts'
 import { tempDir } from '../support/harness.ts'
 
 const dir = tempDir('relay-config-')
@@ -18,7 +21,7 @@ describe('defaults', () => {
     expect(c.dataDir).toBe('./data')
     expect(c.logLevel).toBe('info')
     expect(c.timestampToleranceMs).toBe(300_000)
-    expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120, requestsPerMin: 600, addressPerMin: 600, addressExempt: '127.0.0.0/8,::1', newAgentsPerHour: 100 })
+    expect(c.rateLimits).toEqual({ sendPerMin: 30, pollPerMin: 120, pollRequestsPerMin: 600, requestsPerMin: 600, addressPerMin: 600, addressExempt: '127.0.0.0/8,::1', newAgentsPerHour: 100 })
     expect(c.admission).toEqual({ mode: 'open', maxAgents: 0 })
     expect(c.preauth).toEqual({ memoryBytes: 40 * 1024 ** 2, memoryPerAddressBytes: 8 * 1024 ** 2, bodyTimeoutMs: 30_000, diskBytes: 256 * 1024 ** 2 })
     expect(c.trustProxy).toBe('')
@@ -147,5 +150,44 @@ describe('a bad value stops start-up with one line naming the variable', () => {
   })
   test('a bad flag value names the flag', async () => {
     await expect(loadConfig({ cwd: dir, env: {}, flags: { port: 'x' } })).rejects.toThrow('--port')
+  })
+})
+
+describe('every option has an environment variable and a flag that `relay serve` accepts', () => {
+  const defaultConfigIn = (cwd: string) => loadConfig({ cwd, env: {}, flags: {} })
+  test('the table: RELAY_* variables and --flags, each unique', () => {
+    const envs = new Set(OPTIONS.map((o) => o.env))
+    const flags = new Set(OPTIONS.map((o) => o.flag))
+    expect([envs.size, flags.size]).toEqual([OPTIONS.length, OPTIONS.length])
+    for (const o of OPTIONS) {
+      expect([o.key, /^RELAY_[A-Z0-9_]+$/.test(o.env)]).toEqual([o.key, true])
+      expect([o.key, /^--[a-z0-9-]+$/.test(o.flag)]).toEqual([o.key, true])
+      expect([o.key, SERVE_FLAGS.includes(o.flag.slice(2))]).toEqual([o.key, true])
+    }
+    expect(OPTIONS.find((o) => o.key === 'admission.mode')?.flag).toBe('--admission')
+  })
+  for (const o of OPTIONS) {
+    test(`${o.flag} is parsed by the command line and does what ${o.env} does`, async () => {
+      const args = parseArgs([o.flag, 'not-a-value!'], { known: SERVE_FLAGS })
+      expect(args.flags[o.flag.slice(2)]).toBe('not-a-value!')
+      const viaEnv = await loadConfig({ cwd: dir, env: { [o.env]: 'not-a-value!' }, flags: {} }).then((config) => ({ config }), (e: Error) => ({ error: e.message }))
+      const viaFlag = await loadConfig({ cwd: dir, env: {}, flags: args.flags }).then((config) => ({ config }), (e: Error) => ({ error: e.message }))
+      if ('error' in viaEnv) {
+        expect('error' in viaFlag).toBe(true)
+        expect((viaFlag as { error: string }).error).toContain(o.flag)
+        expect((viaFlag as { error: string }).error).toBe((viaEnv.error as string).replace(o.env, o.flag))
+      } else {
+        expect(viaFlag).toEqual(viaEnv)
+        expect(viaEnv).not.toEqual({ config: await defaultConfigIn(dir) })
+      }
+    })
+  }
+  test('relay serve --admission reaches the configuration (the bad value is named, not an unknown flag)', () => {
+    const r = spawnSync([process.execPath, join(import.meta.dir, '../../src/main.ts'), 'serve', '--admission', 'nope', '--data-dir', join(dir, 'never')], {
+      env: { PATH: process.env.PATH ?? '' },
+      stderr: 'pipe',
+    })
+    expect(r.exitCode).toBe(1)
+    expect(r.stderr.toString()).toContain('--admission: must be one of open, allowlist, existing')
   })
 })

@@ -98,12 +98,14 @@ describe('errors', () => {
     ['?limit=0', 'limit'],
     ['?limit=1001', 'limit'],
     ['?limit=abc', 'limit'],
-    ['?limit=', 'limit'],
     ['?prefix=a%20b', 'prefix'],
     [`?prefix=${'a'.repeat(65)}`, 'prefix'],
     ['?tag=nlp', 'tag'],
     ['?q=x', 'q'],
   ]
+  test('?limit= and ?prefix= are absent parameters (200, the default)', async () => {
+    for (const query of ['?limit=', '?prefix=', '?prefix=&limit=']) expect((await me.transport.send('GET', `/v1/capabilities${query}`)).status).toBe(200)
+  })
   for (const [query, field] of cases) {
     test(`${query.slice(0, 30)} → 400 naming ${field}`, async () => {
       const err = await expectError(await me.transport.send('GET', `/v1/capabilities${query}`), 400, 'bad_request')

@@ -17,7 +17,7 @@ afterAll(() => t.close())
 const word = () => Array.from(randomBytes(10), (b) => String.fromCharCode(97 + (b % 26))).join('')
 
 describe('entries', () => {
-  test('hold exactly public_key, display_name, last_active_at, capabilities; display_name absent when unset', async () => {
+  test('hold exactly public_key, display_name, last_active_at, capabilities; display_name null when unset', async () => {
     const tag = word()
     const caps = [{ name: 'echo', description: 'Echoes', tags: [tag], input_schema: { type: 'object' }, version: '1.2.0' }]
     const named = await agentWith(t, { display_name: 'Named', capabilities: caps, metadata: { secret: 1 }, inbox_policy: 'open' })
@@ -25,7 +25,8 @@ describe('entries', () => {
     const unnamed = await agentWith(t, { capabilities: caps })
     const res = await me.discover({ tag })
     expect(res.agents.map((a) => a.public_key)).toEqual([unnamed.publicKey, named.publicKey])
-    expect(Object.keys(res.agents[0])).toEqual(['public_key', 'last_active_at', 'capabilities'])
+    expect(Object.keys(res.agents[0])).toEqual(['public_key', 'display_name', 'last_active_at', 'capabilities'])
+    expect(res.agents[0].display_name).toBeNull()
     expect(Object.keys(res.agents[1])).toEqual(['public_key', 'display_name', 'last_active_at', 'capabilities'])
     expect(res.agents[1]).toEqual({
       public_key: named.publicKey,
@@ -109,10 +110,40 @@ describe('q', () => {
   test('a q of punctuation only matches nothing; an empty q counts as absent', async () => {
     expect(await me.discover({ q: '!!! ***' })).toEqual({ agents: [], has_more: false, next_cursor: null })
     const r = await discoverRaw(me, '?q=')
-    expect(r.status).toBe(400)
+    expect(r.status).toBe(200)
     const tag = word()
     const c = await agentWith(t, { capabilities: [{ name: 'x', tags: [tag] }] })
     expect(await keysOf(me, { tag, q: '' })).toEqual([c.publicKey])
+  })
+})
+
+describe('no filter', () => {
+  test('GET /v1/discover and ?limit=20 list public, active agents, most recently active first', async () => {
+    const own = await startTestRelay()
+    try {
+      const c = own.client()
+      const first = await agentWith(own, { display_name: 'first' })
+      own.clock.advance(1000)
+      const hidden = await agentWith(own, { visibility: 'private' })
+      const second = await agentWith(own, { display_name: 'second' })
+      const gone = await agentWith(own, {})
+      await own.relay.services.agents.suspend(gone.publicKey, null)
+      await touch(own, first)
+      const bare = await c.transport.send('GET', '/v1/discover')
+      expect(bare.status).toBe(200)
+      const page: any = await bare.json()
+      expect(page.agents.map((a: any) => a.public_key)).toEqual([first.publicKey, second.publicKey])
+      expect(page.has_more).toBe(false)
+      expect(page.agents.map((a: any) => a.public_key)).not.toContain(hidden.publicKey)
+      const limited: any = await (await c.transport.send('GET', '/v1/discover?limit=20')).json()
+      expect(limited.agents.map((a: any) => a.public_key)).toEqual([first.publicKey, second.publicKey])
+      const one: any = await (await c.transport.send('GET', '/v1/discover?limit=1')).json()
+      expect([one.agents.length, one.has_more]).toEqual([1, true])
+      const next: any = await (await c.transport.send('GET', `/v1/discover?limit=1&cursor=${one.next_cursor}`)).json()
+      expect(next.agents.map((a: any) => a.public_key)).toEqual([second.publicKey])
+    } finally {
+      await own.close()
+    }
   })
 })
 

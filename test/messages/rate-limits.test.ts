@@ -88,22 +88,58 @@ describe('send: 30 per sliding minute by default', () => {
   })
 })
 
-describe('poll: 120 per sliding minute by default', () => {
-  test('headers on every poll, 429 beyond; bad parameters are not counted', async () => {
+describe('poll: 120 messages received per sliding minute by default', () => {
+  test('an empty inbox polled twice a second for two minutes is never refused', async () => {
     t = await startTestRelay()
     expect(t.relay.config.rateLimits.pollPerMin).toBe(120)
+    expect(t.relay.config.rateLimits.pollRequestsPerMin).toBe(600)
     const a = await agent(t)
-    const t0 = t.clock.now()
-    await expectError(await rawGet(a, '/v1/messages?limit=0'), 400, 'bad_request')
-    for (let i = 1; i <= 120; i++) {
+    for (let i = 0; i < 240; i++) {
       const res = await rawGet(a, '/v1/messages')
-      expect(res.status).toBe(200)
-      expect(headers(res)).toEqual({ limit: '120', remaining: String(120 - i), reset: sec(t0 + 60_000) })
+      expect([i, res.status]).toEqual([i, 200])
+      expect(headers(res)).toMatchObject({ limit: '120', remaining: '120' })
+      t.clock.advance(500)
     }
+  })
+
+  test('messages are counted: a page holds what is left of the limit, then 429 until the window frees', async () => {
+    t = await startTestRelay({ rateLimits: { sendPerMin: 0 } })
+    const [a, b] = [await agent(t), await agent(t)]
+    for (let i = 0; i < 130; i++) {
+      await a.send(msg(b, { body: i }))
+      t.clock.advance(1)
+    }
+    const t0 = t.clock.now()
+    await expectError(await rawGet(b, '/v1/messages?limit=0'), 400, 'bad_request')
+    const first = await rawGet(b, '/v1/messages?limit=100')
+    const p1: any = await first.json()
+    expect([p1.messages.length, p1.has_more]).toEqual([100, true])
+    expect(headers(first)).toEqual({ limit: '120', remaining: '20', reset: sec(t0 + 60_000) })
+    t.clock.advance(1000)
+    const second = await rawGet(b, '/v1/messages?limit=100')
+    const p2: any = await second.json()
+    expect([p2.messages.length, p2.has_more]).toEqual([20, true])
+    expect(p2.messages[0].body).toBe(100)
+    expect(headers(second).remaining).toBe('0')
+    const refused = await rawGet(b, '/v1/messages')
+    const e = await expectError(refused, 429, 'rate_limit_exceeded')
+    expect(e.details).toEqual({ limit: 120, window: '1m', retry_after: 59 })
+    expect(refused.headers.get('retry-after')).toBe('59')
+    // the first 100 leave the window at t0 + 60 s; the last 10 come then
+    t.clock.advance(59_000)
+    const third: any = await (await rawGet(b, '/v1/messages?limit=100')).json()
+    expect(third.messages.map((m: any) => m.body)).toEqual([120, 121, 122, 123, 124, 125, 126, 127, 128, 129])
+  })
+
+  test('the request cap (RELAY_RATE_POLL_REQUESTS_PER_MIN) stops a loop, inbox empty or not', async () => {
+    t = await startTestRelay({ rateLimits: { pollRequestsPerMin: 5 } })
+    const a = await agent(t)
+    for (let i = 0; i < 5; i++) expect((await rawGet(a, '/v1/messages')).status).toBe(200)
     const refused = await rawGet(a, '/v1/messages')
     const e = await expectError(refused, 429, 'rate_limit_exceeded')
-    expect(e.details).toEqual({ limit: 120, window: '1m', retry_after: 60 })
-    expect(refused.headers.get('retry-after')).toBe('60')
+    expect(e.details).toEqual({ limit: 5, window: '1m', retry_after: 60 })
+    t.clock.advance(60_000)
+    expect((await rawGet(a, '/v1/messages')).status).toBe(200)
   })
 
   test('reading by id, status and threads count against the general limit, not the poll limit', async () => {
@@ -125,7 +161,7 @@ describe('poll: 120 per sliding minute by default', () => {
 })
 
 test('0 = unlimited: no window, no headers', async () => {
-  t = await startTestRelay({ rateLimits: { sendPerMin: 0, pollPerMin: 0, requestsPerMin: 0 } })
+  t = await startTestRelay({ rateLimits: { sendPerMin: 0, pollPerMin: 0, pollRequestsPerMin: 0, requestsPerMin: 0 } })
   const a = await agent(t)
   for (let i = 0; i < 200; i++) {
     const res = await rawSend(a, msg(a))
@@ -134,5 +170,5 @@ test('0 = unlimited: no window, no headers', async () => {
   }
   expect((await rawGet(a, '/v1/messages')).headers.get('x-ratelimit-limit')).toBeNull()
   expect((await rawGet(a, `/v1/agents/${a.publicKey}`)).headers.get('x-ratelimit-limit')).toBeNull()
-  expect(t.relay.features.messages.rateLimiter.tracked()).toEqual({ send: 0, poll: 0, request: 0 })
+  expect(t.relay.features.messages.rateLimiter.tracked()).toEqual({ send: 0, poll: 0, pollRequest: 0, request: 0 })
 })

@@ -47,7 +47,9 @@ describe('accepting a message', () => {
       recipient_key: b.publicKey,
       content_type: 'Text/Plain; Charset=UTF-8',
       body: 'plain text',
+      attachments: [],
       thread_id: 't-1',
+      in_reply_to: null,
       metadata: { k: [1, 2] },
       status: 'delivered',
       created_at: sent.created_at,
@@ -56,14 +58,16 @@ describe('accepting a message', () => {
     })
   })
 
-  test('optional fields are omitted when absent; body of any JSON type round-trips', async () => {
+  test('unset fields come back as MRP documents them (attachments [], thread_id/in_reply_to/metadata null); body of any JSON type round-trips', async () => {
     const [a, b] = [await agent(t), await agent(t)]
     for (const body of [0, false, '', [1, 'x', null], { nested: { deep: [true] } }, 'ünïcødé ✓']) {
       const { message_id } = await a.send({ recipient_key: b.publicKey, body })
       const m = await a.getMessage(message_id)
       expect(m.body).toEqual(body)
       expect(m.content_type).toBe('application/json')
-      for (const absent of ['attachments', 'thread_id', 'in_reply_to', 'metadata', 'delivered_at']) expect(absent in m).toBe(false)
+      expect(m.attachments).toEqual([])
+      for (const unset of ['thread_id', 'in_reply_to', 'metadata'] as const) expect(m[unset]).toBeNull()
+      expect('delivered_at' in m).toBe(false)
     }
   })
 
@@ -157,7 +161,7 @@ describe('thread inheritance from in_reply_to', () => {
     const private1 = await a.send(msg(b, { thread_id: 'secret' }))
     const probe = await c.send(msg(a, { in_reply_to: private1.message_id }))
     const m = await a.getMessage(probe.message_id)
-    expect(m.thread_id).toBeUndefined()
+    expect(m.thread_id).toBeNull()
     expect(m.in_reply_to).toBe(private1.message_id)
     const dangling = await c.send(msg(a, { in_reply_to: 'msg_1_000000000000' }))
     expect((await a.getMessage(dangling.message_id)).in_reply_to).toBe('msg_1_000000000000')

@@ -44,10 +44,10 @@ describe('RateLimiter', () => {
     const rl = new RateLimiter({ send: 100_000, poll: 5 })
     for (let i = 0; i < 5_000; i++) await rl.check('send', 'busy', i)
     for (let i = 0; i < 100; i++) await rl.check('poll', `agent${i}`, 0)
-    expect(rl.tracked()).toEqual({ send: 1, poll: 100, request: 0 })
+    expect(rl.tracked()).toEqual({ send: 1, poll: 100, pollRequest: 0, request: 0 })
     expect(await rl.prune(59_999)).toBe(0)
     expect(await rl.prune(62_000)).toBe(100)
-    expect(rl.tracked()).toEqual({ send: 1, poll: 0, request: 0 })
+    expect(rl.tracked()).toEqual({ send: 1, poll: 0, pollRequest: 0, request: 0 })
     // at 64 s the requests of 4.001 s … 4.999 s still count, plus this one
     expect((await rl.check('send', 'busy', 64_000)).remaining).toBe(100_000 - 1000)
     expect(await rl.prune(125_000)).toBe(1)

@@ -69,6 +69,30 @@ describe('send', () => {
     bp.close()
   })
 
+  test('the flat form {type:"send", id, recipient_key, body, …} (MRP) works like the nested one, numbers kept exact', async () => {
+    const alice = r.t.client()
+    const bob = r.t.client()
+    const ap = await WsProbe.authed(r.t, r.url, alice.transport.keys)
+    const bp = await WsProbe.authed(r.t, r.url, bob.transport.keys)
+    ap.send(`{"type":"send","id":"flat-1","recipient_key":"${bob.publicKey}","body":{"n":9007199254740993},"thread_id":"t-flat","metadata":{"k":1}}`)
+    const res = await ap.next('send_result')
+    expect(res).toMatchObject({ type: 'send_result', id: 'flat-1', status: 'sent' })
+    const pushed = await bp.next('message')
+    expect(pushed.message).toMatchObject({ message_id: res.message_id, thread_id: 't-flat', metadata: { k: 1 }, attachments: [] })
+    const raw = await (await bob.transport.send('GET', `/v1/messages/${res.message_id}`)).text()
+    expect(raw).toContain('"body":{"n":9007199254740993}')
+    expect(raw).not.toContain('"type"')
+    // without an id; and a flat frame without a recipient is a bad_request naming recipient_key
+    ap.send({ type: 'send', recipient_key: bob.publicKey, body: 'no id' })
+    expect(await ap.next('send_result')).toMatchObject({ id: null, status: 'sent' })
+    ap.send({ type: 'send', id: 'flat-2', body: 1 })
+    const bad = await ap.next('send_result')
+    expect(bad.error.code).toBe('bad_request')
+    expect(Object.keys(bad.error.details.fields)).toEqual(['recipient_key'])
+    ap.close()
+    bp.close()
+  })
+
   test('each error code of POST, in a send_result with the id', async () => {
     const alice = await agent(r.t)
     const ap = await WsProbe.authed(r.t, r.url, alice.transport.keys)
@@ -76,7 +100,7 @@ describe('send', () => {
     const suspended = generateKeyPair().publicKey
     await r.t.relay.services.agents.suspend(suspended, null)
     const cases: [unknown, string, number][] = [
-      [{ recipient_key: unknownKey(), body: 1, colour: 'red' }, 'bad_request', 400],
+      [{ recipient_key: unknownKey(), body: 1, expires_in: 0 }, 'bad_request', 400],
       [{ recipient_key: 'nope', body: 1 }, 'bad_request', 400],
       [undefined, 'bad_request', 400],
       [{ recipient_key: unknownKey(), body: 'x'.repeat(1024 * 1024 + 10) }, 'payload_too_large', 413],
@@ -94,8 +118,8 @@ describe('send', () => {
       expect([id, Object.keys(res.error)]).toEqual([id, ['code', 'message', 'details']])
     }
     // details name the fields like POST does
-    ap.send({ type: 'send', id: 'd', message: { recipient_key: unknownKey(), body: 1, colour: 'red' } })
-    const http = await rawSend(alice, { recipient_key: unknownKey(), body: 1, colour: 'red' })
+    ap.send({ type: 'send', id: 'd', message: { recipient_key: unknownKey(), body: 1, expires_in: 0 } })
+    const http = await rawSend(alice, { recipient_key: unknownKey(), body: 1, expires_in: 0 })
     const httpErr = await expectError(http, 400, 'bad_request')
     expect((await ap.next('send_result')).error.details).toEqual(httpErr.details)
     ap.close()

@@ -27,7 +27,7 @@ describe('backlog then live', () => {
       const m = (await p.next('message')).message
       expect(m).toMatchObject({ message_id: ids[i], body: { n: i } })
       // the pushed message is what a read returns (one serializer), before any status change
-      expect(Object.keys(m)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'body', 'status', 'created_at', 'expires_at'])
+      expect(Object.keys(m)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'body', 'attachments', 'thread_id', 'in_reply_to', 'metadata', 'status', 'created_at', 'expires_at'])
     }
     expect(await p.sync()).toEqual([])
     // nothing was acked: all five stay sent and come again on the next connection, in order

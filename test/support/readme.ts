@@ -71,7 +71,7 @@ export function renderSigningExample(): string {
 
 /** When each docs/protocol.md §11 code is returned; a code without an entry fails the README test. */
 const WHEN: Record<ErrorCode, string> = {
-  bad_request: 'malformed JSON, wrong types, out-of-range or unknown fields or parameters (`details` names the fields)',
+  bad_request: 'malformed JSON, wrong types, out-of-range values, unknown query parameters (`details` names the fields)',
   unauthorized: 'authentication headers missing or malformed',
   invalid_signature: 'the signature does not verify (wrong key, or the method, path, query, timestamp or body differ from what was signed)',
   timestamp_expired: 'the timestamp is outside the window (±300 s by default)',

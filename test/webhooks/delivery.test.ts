@@ -65,12 +65,13 @@ describe('a delivery', () => {
         body: { text: 'hello' },
         attachments: [],
         thread_id: 'th-1',
+        in_reply_to: null,
         metadata: { k: 'v' },
         created_at: sent.created_at,
         expires_at: sent.expires_at,
       },
     })
-    expect(Object.keys(req.json.message)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'body', 'attachments', 'thread_id', 'metadata', 'created_at', 'expires_at'])
+    expect(Object.keys(req.json.message)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'body', 'attachments', 'thread_id', 'in_reply_to', 'metadata', 'created_at', 'expires_at'])
     // the client library's helper accepts it, and refuses a tampered body or an old timestamp
     const delivery = await verifyWebhook({ rawBody: req.raw, headers: req.headers, secret, now: t.clock.now() })
     expect(delivery.message.message_id).toBe(sent.message_id)
@@ -299,7 +300,9 @@ describe('fairness', () => {
 describe('target policy at delivery', () => {
   test('a name for a loopback address (localhost) fails at delivery, without a request', async () => {
     const { t, rx, alice, bob, secret, dispatcher } = await setup({ allowPrivateTargets: false })
-    await bob.setWebhook(`http://localhost:${rx.server.port}/hook`, secret)
+    // registration refuses it now (422); a webhook stored while private targets were allowed is checked again here
+    await expect(bob.setWebhook(`http://localhost:${rx.server.port}/hook`, secret)).rejects.toThrow('loopback name')
+    await t.relay.storage.webhooks.upsert(bob.publicKey, `http://localhost:${rx.server.port}/hook`, secret, t.clock.now())
     await alice.send(msg(bob))
     await dispatcher.whenIdle()
     expect(rx.received).toHaveLength(0)

@@ -29,18 +29,22 @@ describe('body and signature', () => {
     const key = decodeBase64Url(w.secret)!
     expect(Buffer.from(key).toString('hex')).toBe(w.hmac_key_hex)
     expect(signDelivery(key, w.raw_body)).toBe(w.signature_header)
-    // the vector's body is the relay's serialization of that message (plus created_at, expires_at)
+    // the vector's body is the relay's serialization of that message (plus the null fields, created_at, expires_at)
     const body = deliveryBody('dlv_0123456789ab', row, row.createdAt)
     expect(body.startsWith(w.raw_body.slice(0, -2))).toBe(true)
-    expect(body).toBe(w.raw_body.slice(0, -2) + ',"created_at":"2026-11-22T10:00:00.000Z","expires_at":"2026-11-29T10:00:00.000Z"}}')
+    expect(body).toBe(
+      w.raw_body.slice(0, -2) + ',"thread_id":null,"in_reply_to":null,"metadata":null,"created_at":"2026-11-22T10:00:00.000Z","expires_at":"2026-11-29T10:00:00.000Z"}}',
+    )
   })
 
-  test('optional fields: present when set, omitted when not; attachments carry metadata only', () => {
+  test('nullable fields: their value when set, null when not; attachments carry metadata only', () => {
     const attachments = [{ blob_id: 'blob_1', filename: 'a.pdf', content_type: 'application/pdf', size: 3, hash: 'ab', encrypted: false }]
     const full = JSON.parse(deliveryBody('dlv_x', { ...row, body: null, attachments: JSON.stringify(attachments), threadId: 't', inReplyTo: 'msg_1_000000000000', metadata: '{"a":1}' }, row.createdAt))
     expect(Object.keys(full.message)).toEqual(['message_id', 'sender_key', 'recipient_key', 'content_type', 'attachments', 'thread_id', 'in_reply_to', 'metadata', 'created_at', 'expires_at'])
     expect(full.message.attachments).toEqual(attachments)
     expect(full.message).not.toHaveProperty('status')
+    const bare = JSON.parse(deliveryBody('dlv_y', row, row.createdAt))
+    expect(bare.message).toMatchObject({ attachments: [], thread_id: null, in_reply_to: null, metadata: null })
   })
 })
 

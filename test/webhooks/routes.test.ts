@@ -66,7 +66,7 @@ describe('validation (400)', () => {
     ['not an object', [1], 'body'],
     ['missing url', { secret: 'S' }, 'url'],
     ['missing secret', { url: 'https://a.example/' }, 'secret'],
-    ['unknown field', { url: 'https://a.example/', secret: 'S', events: ['x'] }, 'events'],
+    ['unknown field beside a bad secret (the field is ignored)', { url: 'https://a.example/', secret: 'short', events: ['x'] }, 'secret'],
     ['url not a string', { url: 7, secret: 'S' }, 'url'],
     ['not a URL', { url: 'not a url', secret: 'S' }, 'url'],
     ['relative URL', { url: '/hook', secret: 'S' }, 'url'],
@@ -115,7 +115,7 @@ describe('URLs with spaces or control characters → 400, never stored or echoed
   })
 })
 
-describe('target policy at registration (422 for literal addresses)', () => {
+describe('target policy at registration (422 for literal addresses and loopback names)', () => {
   const refused = [
     'http://127.0.0.1/hook',
     'http://127.1.2.3:9000/',
@@ -150,6 +150,14 @@ describe('target policy at registration (422 for literal addresses)', () => {
     'http://[64:ff9b::10.0.0.1]/',
     'http://[64:ff9b::c0a8:101]/',
     'http://[3fff::1]/',
+    // loopback names: they can only ever resolve to this machine
+    'http://localhost:9/',
+    'http://LOCALHOST/hook',
+    'http://localhost./',
+    'https://api.localhost/',
+    'http://ip6-localhost/',
+    'http://ip6-loopback:8080/',
+    'http://localhost.localdomain/',
   ]
   for (const url of refused) {
     test(url, async () => {
@@ -160,7 +168,7 @@ describe('target policy at registration (422 for literal addresses)', () => {
   }
 
   test('public addresses and names are accepted; names are checked at delivery, after resolution', async () => {
-    for (const url of ['http://8.8.8.8/', 'https://[2606:4700:4700::1111]/', 'http://172.32.0.1/', 'http://[::ffff:8.8.8.8]/', 'http://localhost:9/', 'https://hook.example/']) {
+    for (const url of ['http://8.8.8.8/', 'https://[2606:4700:4700::1111]/', 'http://172.32.0.1/', 'http://[::ffff:8.8.8.8]/', 'https://hook.example/', 'https://localhost.example/', 'https://mylocalhost/']) {
       const res = await put(t.client(), { url, secret: secret() })
       expect([url, res.status]).toEqual([url, 200])
     }
@@ -171,6 +179,7 @@ describe('target policy at registration (422 for literal addresses)', () => {
     try {
       const res = await put(home.client(), { url: 'http://192.168.1.10:8080/hook', secret: secret() })
       expect(res.status).toBe(200)
+      expect((await put(home.client(), { url: 'http://localhost:8080/hook', secret: secret() })).status).toBe(200)
     } finally {
       await home.close()
     }

@@ -1,7 +1,7 @@
 import type { CapabilityJson } from '../../client/index.ts'
 import { systemClock } from '../../lib/clock.ts'
 import { table } from '../format.ts'
-import { UsageError, type CommandSpec } from './command.ts'
+import type { CommandSpec } from './command.ts'
 import { pageFlags, pageQuery } from './paging.ts'
 import { pages } from './show.ts'
 
@@ -16,7 +16,7 @@ export const discover: CommandSpec = {
   name: 'discover',
   maxArgs: 0,
   summary: 'find public agents by capability tag, text, name or recent activity',
-  description: 'At least one of --tag, --q, --name, --active-since. Several --tag flags must all match.',
+  description: 'With no filter, every public agent, most recently active first. Several --tag flags must all match.',
   flags: [
     { name: 'tag', value: 'TAG', help: 'capability tag (repeatable; commas allowed: --tag a,b)', repeatable: true },
     { name: 'q', value: 'TEXT', help: 'words matched as prefixes in capability names, descriptions and display names' },
@@ -29,7 +29,6 @@ export const discover: CommandSpec = {
     let activeSince = ctx.flags['active-since']
     const ago = activeSince && /^(\d+)(m|h|d)$/.exec(activeSince)
     if (ago) activeSince = new Date(systemClock.now() - Number(ago[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as 'm' | 'h' | 'd']).toISOString()
-    if (tags.length === 0 && !ctx.flags.q && !ctx.flags.name && !activeSince) throw new UsageError('discover needs at least one of --tag, --q, --name, --active-since')
     const { all, limit, cursor } = pageQuery(ctx, 100)
     const client = ctx.client()
     const got = await pages<{ agents: DiscoveryEntry[] }>(

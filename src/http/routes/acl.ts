@@ -2,7 +2,7 @@
 import { Elysia } from 'elysia'
 import { routeAuth } from '../route-auth.ts'
 import { aclEntryToJson, type AclService } from '../../services/acl.ts'
-import { AclEntry, AclList, AclPutInput } from '../../services/models/acl.ts'
+import { AclEntry, AclList, AclPutEntryInput, AclPutInput } from '../../services/models/acl.ts'
 import { KeyOrMe, PublicKey } from '../../services/models/agent.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
@@ -20,8 +20,32 @@ export function aclRoutes(acl: AclService) {
         detail: doc({
           tags: ['acl'],
           summary: 'Your ACL entries, newest first',
-          parameters: [keys[0], ...queryParams({ entry_type: { description: 'allow or block', schema: { type: 'string', enum: ['allow', 'block'] } } })],
+          parameters: [
+            keys[0],
+            ...queryParams({
+              entry_type: { description: 'allow or block', schema: { type: 'string', enum: ['allow', 'block'] } },
+              type: { description: 'the same as entry_type', schema: { type: 'string', enum: ['allow', 'block'] } },
+            }),
+          ],
           responses: { 200: jsonResponse(AclList, 'Entries') },
+        }),
+      },
+    )
+    .put(
+      '/v1/agents/:publicKey/acl',
+      async ({ caller, params, body, set }) => {
+        const { row, created } = await acl.putEntry(caller.publicKey, params.publicKey, body)
+        set.status = created ? 201 : 200
+        return aclEntryToJson(row)
+      },
+      {
+        auth: 'agent',
+        detail: doc({
+          tags: ['acl'],
+          summary: 'Allow or block a peer named in the body (201 when created, 200 when it existed)',
+          parameters: [keys[0]],
+          requestBody: jsonBody(AclPutEntryInput),
+          responses: { 200: jsonResponse(AclEntry, 'Changed'), 201: jsonResponse(AclEntry, 'Created') },
         }),
       },
     )

@@ -35,9 +35,11 @@ function objectBody(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>
 }
 
-function only(body: Record<string, unknown>, allowed: string[]): void {
-  const extra = Object.keys(body).filter((k) => !allowed.includes(k))
-  if (extra.length) throw badRequest('Unknown fields', Object.fromEntries(extra.map((k) => [k, 'unknown field'])))
+/** The members of `body` named in `allowed`; any other field is ignored, as on every endpoint (docs/protocol.md). */
+function only(body: Record<string, unknown>, allowed: string[]): Record<string, any> {
+  const out: Record<string, unknown> = {}
+  for (const name of allowed) if (Object.hasOwn(body, name)) out[name] = body[name]
+  return out
 }
 
 export function adminRoutes(admin: AdminService) {
@@ -74,9 +76,8 @@ export function adminRoutes(admin: AdminService) {
     .post(
       '/v1/admin/agents/:publicKey/suspend',
       ({ params, body }) => {
-        const input = objectBody(body)
-        only(input, ['reason'])
-        return admin.suspend(params.publicKey, input.reason ?? null)
+        const input = only(objectBody(body), ['reason'])
+        return admin.suspend(params.publicKey, input.reason ?? null, 'api')
       },
       {
         auth: 'operator',
@@ -93,7 +94,7 @@ export function adminRoutes(admin: AdminService) {
     .post(
       '/v1/admin/agents/:publicKey/unsuspend',
       ({ params, body }) => {
-        only(objectBody(body), [])
+        objectBody(body)
         return admin.unsuspend(params.publicKey)
       },
       {
@@ -117,8 +118,7 @@ export function adminRoutes(admin: AdminService) {
     .post(
       '/v1/admin/admission',
       async ({ body, set }) => {
-        const input = objectBody(body)
-        only(input, ['public_key', 'note'])
+        const input = only(objectBody(body), ['public_key', 'note'])
         const result = await admin.allow(input.public_key, input.note ?? null)
         if (result.added) set.status = 201
         return result

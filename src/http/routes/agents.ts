@@ -7,7 +7,7 @@ import { Elysia } from 'elysia'
 import { routeAuth } from '../route-auth.ts'
 import { parseExact } from '../../lib/json-text.ts'
 import { agentToJson, type AgentsService } from '../../services/agents.ts'
-import { Agent, AgentPatchInput, CapabilityList, KeyOrMe } from '../../services/models/agent.ts'
+import { Agent, AgentPatchInput, CapabilitiesInput, CapabilityList, KeyOrMe } from '../../services/models/agent.ts'
 import { doc, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
 
 const key = [pathParam('publicKey', KeyOrMe)]
@@ -66,4 +66,21 @@ export function agentRoutes(agents: AgentsService) {
         responses: { 200: jsonResponse(CapabilityList, 'Capabilities') },
       }),
     })
+    .post(
+      '/v1/agents/:publicKey/capabilities',
+      async ({ params, body, caller }) => ({
+        capabilities: parseExact((await agents.setCapabilities(caller.publicKey, params.publicKey, body)).capabilities),
+      }),
+      {
+        auth: 'agent',
+        detail: doc({
+          tags: ['agents'],
+          summary: 'Set your own capabilities (replaces the whole list, as a PATCH of capabilities does)',
+          description: 'The body is `{"capabilities": [...]}` or the bare array; a capability may be a plain string, as in a PATCH.',
+          parameters: key,
+          requestBody: jsonBody(CapabilitiesInput),
+          responses: { 200: jsonResponse(CapabilityList, 'The capabilities now stored') },
+        }),
+      },
+    )
 }

@@ -22,7 +22,7 @@ export function discoveryRoutes(discovery: DiscoveryService) {
         tags: ['discovery'],
         summary: 'Find public, active agents by tag, text, name or recent activity',
         description:
-          'At least one of tag, q, name, active_since is required. Results are ordered by last_active_at descending, ' +
+          'Every parameter is optional: with no filter, every public, active agent is listed. Results are ordered by last_active_at descending, ' +
           'then public_key; page with next_cursor. An agent whose activity changes between pages moves in this order.',
         parameters: parametersOf(DiscoverQuery),
         responses: { 200: jsonResponse(DiscoverResult, 'One page') },

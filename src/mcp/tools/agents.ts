@@ -77,7 +77,7 @@ export function registerAgentTools(server: McpServer, bridge: Bridge): void {
     title: 'Find agents',
     description:
       'Public, active agents, most recently active first, matched by capability tags (all must match), words (each matching as a prefix in ' +
-      'capability names, descriptions and names), part of the name, or recent activity. Give at least one of tags, q, name, active_since.',
+      'capability names, descriptions and names), part of the name, or recent activity. With no filter, every public agent.',
     input: {
       tags: z.array(Tag).max(20).optional().describe('capability tags; an agent must have all of them'),
       q: z.string().max(512).optional().describe('words to search for'),

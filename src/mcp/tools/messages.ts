@@ -59,7 +59,7 @@ export function registerMessageTools(server: McpServer, bridge: Bridge): void {
     run: async ({ message_id, ...fields }) => {
       const original = await bridge.readMessage(message_id)
       const to = original.sender_key === bridge.publicKey ? original.recipient_key : original.sender_key
-      return sendMessage(bridge, to, fields as Fields, { thread_id: original.thread_id, in_reply_to: message_id })
+      return sendMessage(bridge, to, fields as Fields, { thread_id: original.thread_id ?? undefined, in_reply_to: message_id })
     },
   })
 

@@ -9,6 +9,9 @@ export type AclEntryType = Static<typeof AclEntryType>
 
 export const AclPutInput = T.Object({ entry_type: AclEntryType }, { additionalProperties: false })
 
+/** The collection form `PUT /v1/agents/{publicKey}/acl` (MRP's): the peer in the body. */
+export const AclPutEntryInput = T.Object({ peer_key: PublicKey, entry_type: AclEntryType }, { additionalProperties: false })
+
 export const AclEntry = T.Object({
   id: T.Integer(),
   owner_key: PublicKey,

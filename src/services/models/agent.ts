@@ -1,8 +1,13 @@
 /** Wire shapes of agents and capabilities (docs/protocol.md §2.1); used for validation and the OpenAPI document. */
 import { Type as T } from '@sinclair/typebox'
-import { Text } from './text.ts'
+import { PUBLIC_KEY_PATTERN_TEXT } from '../../auth/keys.ts'
+import { PROBLEM, Text } from './text.ts'
 
-export const PublicKey = T.String({ pattern: '^[A-Za-z0-9_-]{43}$', description: 'Ed25519 public key, unpadded base64url' })
+export const PublicKey = T.String({
+  pattern: PUBLIC_KEY_PATTERN_TEXT,
+  description: 'Ed25519 public key, unpadded base64url (43 characters, the canonical spelling: unused trailing bits zero)',
+  [PROBLEM]: 'must be a public key: 43 base64url characters in the canonical spelling (unused trailing bits zero)',
+})
 const DateTime = T.String({ format: 'date-time' })
 
 /** A `{publicKey}` path segment: a key, or `me` for the caller's own (documentation only). */
@@ -54,9 +59,15 @@ export const AgentPatchInput = T.Object(
   { additionalProperties: false },
 )
 
+/** The body of POST /v1/agents/{publicKey}/capabilities (documentation): `{capabilities}` or the bare array. */
+export const CapabilitiesInput = T.Union([
+  T.Object({ capabilities: T.Array(T.Union([Capability, Text({ minChars: 1, maxChars: 128 })]), { maxItems: 20 }) }),
+  T.Array(T.Union([Capability, Text({ minChars: 1, maxChars: 128 })]), { maxItems: 20 }),
+])
+
 export const Agent = T.Object({
   public_key: PublicKey,
-  display_name: T.Optional(T.String()),
+  display_name: T.Union([T.String(), T.Null()], { description: 'null when unset' }),
   status: T.Union([T.Literal('active'), T.Literal('suspended')]),
   visibility: T.Union([T.Literal('public'), T.Literal('private')]),
   inbox_policy: T.Union([T.Literal('open'), T.Literal('closed'), T.Literal('allowlist'), T.Literal('blocklist')]),

@@ -41,7 +41,7 @@ export const DiscoverQuery = T.Object(
     limit: T.Optional(T.String({ pattern: '^[0-9]{1,9}$', description: 'Page size, integer 1–100 (default 20)' })),
     cursor: T.Optional(T.String({ description: 'Opaque, from next_cursor of the previous page' })),
   },
-  { additionalProperties: false, description: 'At least one of tag, q, name, active_since is required' },
+  { additionalProperties: false, description: 'Every parameter is optional; with no filter, every public agent, most recently active first' },
 )
 
 export const CapabilitiesQuery = T.Object(
@@ -54,7 +54,7 @@ export const CapabilitiesQuery = T.Object(
 
 export const DiscoveryEntry = T.Object({
   public_key: PublicKey,
-  display_name: T.Optional(T.String()),
+  display_name: T.Union([T.String(), T.Null()], { description: 'null when unset' }),
   last_active_at: T.String({ format: 'date-time' }),
   capabilities: T.Array(Capability),
 })

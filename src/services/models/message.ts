@@ -60,7 +60,12 @@ export const SendMessageInput = T.Object(
     recipient_key: PublicKey,
     content_type: T.Optional(Text({ maxChars: MESSAGE_LIMITS.contentType, description: 'default application/json; stored verbatim; null = absent' })),
     body: T.Optional(T.Unknown({ description: 'any JSON, ≤ 1 MiB as sent; returned exactly as sent (numbers, escapes and spacing kept)' })),
-    attachments: T.Optional(T.Array(AttachmentInput, { maxItems: MESSAGE_LIMITS.attachments, description: 'null = absent' })),
+    attachments: T.Optional(
+      T.Array(T.Union([AttachmentInput, Text({ minChars: 1, maxChars: 64, description: 'a bare blob id, the same as {"blob_id": …}' })]), {
+        maxItems: MESSAGE_LIMITS.attachments,
+        description: 'objects or bare blob ids; content_type, size and hash are filled in from the blob record; null = absent',
+      }),
+    ),
     thread_id: T.Optional(Text({ minChars: 1, maxChars: MESSAGE_LIMITS.threadId, description: 'null = absent' })),
     in_reply_to: T.Optional(Text({ minChars: 1, maxChars: MESSAGE_LIMITS.inReplyTo, description: 'null = absent' })),
     expires_in: T.Optional(
@@ -71,6 +76,12 @@ export const SendMessageInput = T.Object(
   { additionalProperties: false },
 )
 export type SendMessageInput = Static<typeof SendMessageInput>
+
+/** The send body as checked, once bare blob ids became `{blob_id}` objects (field errors then name `attachments[i].blob_id`). */
+export const SendMessageShape = T.Object(
+  { ...SendMessageInput.properties, attachments: T.Optional(T.Array(AttachmentInput, { maxItems: MESSAGE_LIMITS.attachments })) },
+  { additionalProperties: false },
+)
 
 export const SendResult = T.Object({
   message_id: T.String(),
@@ -86,10 +97,10 @@ export const Message = T.Object({
   recipient_key: PublicKey,
   content_type: T.String(),
   body: T.Optional(T.Unknown()),
-  attachments: T.Optional(T.Array(Attachment)),
-  thread_id: T.Optional(T.String()),
-  in_reply_to: T.Optional(T.String()),
-  metadata: T.Optional(T.Record(T.String(), T.Unknown())),
+  attachments: T.Array(Attachment, { description: '[] when none' }),
+  thread_id: T.Union([T.String(), T.Null()]),
+  in_reply_to: T.Union([T.String(), T.Null()]),
+  metadata: T.Union([T.Record(T.String(), T.Unknown()), T.Null()]),
   status: MessageStatus,
   created_at: DateTime,
   expires_at: DateTime,
