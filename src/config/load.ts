@@ -182,6 +182,8 @@ export async function loadConfig(input: LoadInput = {}): Promise<Config> {
   checkFileKeys(file, fileName)
 
   const config: Record<string, any> = {}
+  // where each value came from, so a later check names what the user wrote
+  const sources: Record<string, string> = {}
   for (const spec of OPTIONS) {
     let raw: Raw = spec.default
     let source = spec.key
@@ -193,9 +195,10 @@ export async function loadConfig(input: LoadInput = {}): Promise<Config> {
     const flagName = spec.flag.slice(2)
     if (flags[flagName] !== undefined) [raw, source] = [flags[flagName], spec.flag]
     setPath(config, fieldPath(spec), parseValue(spec, raw, source))
+    sources[spec.key] = source
   }
   config.dataDir = resolve(cwd, config.dataDir)
-  checkAddressLists(config as Config)
+  checkAddressLists(config as Config, { trustProxy: sources.trustProxy, addressExempt: sources['rateLimits.addressExempt'] })
   return config as Config
 }
 
@@ -204,14 +207,18 @@ export async function loadConfig(input: LoadInput = {}): Promise<Config> {
  * trusted proxies is refused rather than read as "any peer": that would let every client that reaches
  * the relay directly pick its own address in X-Forwarded-For.
  */
-export function checkAddressLists(config: Pick<Config, 'trustProxy' | 'rateLimits'>): void {
+export function checkAddressLists(
+  config: Pick<Config, 'trustProxy' | 'rateLimits'>,
+  names: { trustProxy?: string; addressExempt?: string } = {},
+): void {
+  const trustName = names.trustProxy ?? 'RELAY_TRUST_PROXY'
   if (/^(true|yes|on|1)$/i.test(config.trustProxy)) {
-    throw new ConfigError('RELAY_TRUST_PROXY: name the proxy\'s address (e.g. 127.0.0.1,::1), not "true": any peer could then choose its own address')
+    throw new ConfigError(`${trustName}: name the proxy's address (e.g. 127.0.0.1,::1), not "true": any peer could then choose its own address`)
   }
   if (/^(false|no|off|0)$/i.test(config.trustProxy)) config.trustProxy = ''
   try {
-    parseAddressList(config.rateLimits.addressExempt, 'RELAY_RATE_ADDRESS_EXEMPT')
-    parseAddressList(config.trustProxy, 'RELAY_TRUST_PROXY')
+    parseAddressList(config.rateLimits.addressExempt, names.addressExempt ?? 'RELAY_RATE_ADDRESS_EXEMPT')
+    parseAddressList(config.trustProxy, trustName)
   } catch (err) {
     throw new ConfigError((err as Error).message)
   }
