@@ -23,6 +23,7 @@
  * turns and is reported in the log.
  */
 import type { Database, Statement } from 'bun:sqlite'
+import { RelayError } from '../../errors.ts'
 import { databaseBusy, mapSqliteError, sqliteCode } from './errors.ts'
 
 interface Job<S> {
@@ -32,6 +33,8 @@ interface Job<S> {
   ok?: boolean
   value?: unknown
   error?: unknown
+  /** What must settle before the unit commits (see `UnitOfWorkOptions.barrier`). */
+  barrier?: Promise<unknown>
 }
 
 export interface UnitOfWorkOptions {
@@ -41,6 +44,16 @@ export interface UnitOfWorkOptions {
   maxBatch?: number
   /** Reports oddities (a unit that waited on I/O, a failed rollback). */
   warn?: (message: string, fields?: Record<string, unknown>) => void
+  /**
+   * Taken when a unit is queued: the unit's group commits only after it settles (the replay entries
+   * reserved before the unit, which must reach the disk first). Awaited before the lock is taken.
+   */
+  barrier?: () => Promise<unknown>
+  /**
+   * Makes a commit durable (fsync mode: a sync of the WAL, see wal-sync.ts). The group's units are
+   * answered once it resolves; the next group may commit meanwhile.
+   */
+  sync?: () => Promise<void>
 }
 
 /** Groups that run carefully (a savepoint per unit) after one whose optimistic pass failed. */
@@ -59,7 +72,9 @@ export class SqliteUnitOfWork<S> {
   /** Groups left to run carefully (see the header). */
   private careful = 0
   /** Commits made, groups run again carefully, and groups refused because the lock stayed taken (health figures). */
-  readonly stats = { commits: 0, units: 0, reruns: 0, lock_timeouts: 0 }
+  readonly stats = { commits: 0, units: 0, reruns: 0, lock_timeouts: 0, sync_failures: 0 }
+  /** Syncs of committed groups not yet returned (fsync mode). */
+  private readonly syncing = new Set<Promise<void>>()
 
   constructor(
     private readonly db: Database,
@@ -80,7 +95,7 @@ export class SqliteUnitOfWork<S> {
   /** Queues a unit of work; resolves with its result once committed, rejects if it (or the commit) failed. */
   run<T>(fn: (tx: S) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve, reject })
+      this.queue.push({ fn, resolve, reject, barrier: this.opts.barrier?.() })
       this.schedule()
     })
   }
@@ -101,6 +116,7 @@ export class SqliteUnitOfWork<S> {
       if (!this.running) await this.pump()
       else await new Promise((r) => setTimeout(r, 5))
     }
+    await Promise.all(this.syncing)
   }
 
   private schedule(): void {
@@ -124,6 +140,8 @@ export class SqliteUnitOfWork<S> {
   }
 
   private async execute(batch: Job<S>[]): Promise<void> {
+    const barrier = batch[batch.length - 1].barrier
+    if (barrier) await barrier
     if (!(await this.lock(batch))) return
     let crossedTurn = false
     const watch = setImmediate(() => (crossedTurn = true))
@@ -145,10 +163,21 @@ export class SqliteUnitOfWork<S> {
     this.stats.units += batch.length
     const steps = this.afterCommit.splice(0)
     for (const step of steps) step()
-    for (const job of batch) {
-      if (job.ok) job.resolve(job.value)
-      else job.reject(job.error)
+    const settle = () => {
+      for (const job of batch) {
+        if (job.ok) job.resolve(job.value)
+        else job.reject(job.error)
+      }
     }
+    if (!this.opts.sync) return settle()
+    const synced = this.opts.sync().then(settle, (err) => {
+      this.stats.sync_failures++
+      this.opts.warn?.('syncing a commit to disk failed', { error: String(err) })
+      const failed = new RelayError('service_unavailable', 'Storage is unavailable; retry later', null, { 'Retry-After': '5' })
+      for (const job of batch) job.reject(job.ok ? failed : job.error)
+    })
+    this.syncing.add(synced)
+    synced.finally(() => this.syncing.delete(synced))
   }
 
   /**
