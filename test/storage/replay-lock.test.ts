@@ -2,12 +2,15 @@
  * Another process holds the write lock of relay.db (as `relay admin`, a backup or an sqlite3 shell
  * would): signed reads keep answering, because their only write — the replay entry — goes to a file
  * of its own; writes answer 503 with Retry-After within the configured wait, not twice it; and the
- * signatures accepted meanwhile are still refused after a restart.
+ * signatures accepted meanwhile are still refused after a restart. And the other way round: a commit
+ * of relay.db carries the entries replay.db does not hold yet, so no crash between the two files
+ * leaves a request's effects without its entry.
  */
 import { afterEach, describe, expect, test } from 'bun:test'
 import type { Subprocess } from 'bun'
 import { generateKeyPair } from '../../src/auth/sign.ts'
-import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
+import { silentLogger } from '../../src/lib/logger.ts'
+import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { signed, uniqueTimestamp } from '../support/signed.ts'
 
@@ -78,25 +81,31 @@ describe('relay.db locked by another process', () => {
     expect((await t.client(me).send({ recipient_key: peer.publicKey, body: { n: 2 } })).status).toBe('sent')
   })
 
-  test('a replay entry reaches relay.db never before its own file: the effects of a send wait for it', async () => {
-    t = await startTestRelay({ rateLimits: { sendPerMin: 0, pollPerMin: 0, requestsPerMin: 0, addressPerMin: 0 } })
+  test('a commit of relay.db carries the replay entries not yet durable in replay.db', async () => {
+    t = await startTestRelay({ database: { lockWaitMs: 2000 } })
     const storage = t.relay.storage as SqliteStorage
-    const me = generateKeyPair()
-    const peer = generateKeyPair()
-    await t.client(peer).getAgent()
-    // a reservation whose commit is held back (its file locked by another process) holds back the
-    // relay's commits queued after it
+    // replay.db locked by another process: a reservation cannot be committed there for now
     const release = await lockInOtherProcess(`${t.dataDir}/replay.db`)
-    let committed = false
-    const reserved = await storage.replay.reserve('held-back-signature-000', t.clock.now() + 60_000)
-    const write = storage.state.setNumber('after-reservation', 1).then(() => (committed = true))
-    await Bun.sleep(150)
-    expect(committed).toBe(false)
-    expect(await storage.state.getNumber('after-reservation')).toBeNull()
-    await release()
-    await reserved!.durable
-    await write
-    expect(await storage.state.getNumber('after-reservation')).toBe(1)
-    expect((await t.client(me).send({ recipient_key: peer.publicKey, body: { n: 1 } })).status).toBe('sent')
+    try {
+      const reserved = await storage.replay.reserve('held-back-signature-000', t.clock.now() + 60_000)
+      reserved!.durable.catch(() => {})
+      // a write of the same moment (the request's own effects) commits with the entry in it
+      await storage.state.setNumber('effects', 1)
+      const copied = storage.writer.query(`SELECT count(*) AS n FROM replay_log WHERE signature = 'held-back-signature-000'`).get() as { n: number }
+      expect(copied.n).toBe(1)
+      // whatever replay.db never got, a relay opened on these files refuses the signature
+      const other = new SqliteStorage({ path: t.relay.paths.database, lockWaitMs: 200, logger: silentLogger, now: t.clock.now(), tool: true })
+      try {
+        expect(await other.replay.reserve('held-back-signature-000', t.clock.now() + 60_000)).toBeNull()
+      } finally {
+        await other.close()
+      }
+    } finally {
+      await release()
+    }
+    // copies are pruned with the rest once expired
+    t.clock.advance(61_000)
+    await t.relay.scheduler.runNow('prune-replay-cache')
+    expect((storage.writer.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n).toBe(0)
   })
 })

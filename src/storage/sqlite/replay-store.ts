@@ -20,8 +20,10 @@ interface ReplayTx {
 export interface SqliteReplayOptions {
   /** The relay's database; the log lives in `replay.db` beside it. */
   databasePath: string
-  /** The relay's database, read for entries written there by earlier versions. */
-  legacy: Database
+  /** The relay's database (its writer): entries copied into its commits are read back at start-up. */
+  main: Database
+  /** Runs a write on the relay's database as a unit of work (pruning the copies kept there). */
+  mainWrite: (op: () => void) => Promise<void>
   lockWaitMs: number
   durability: Durability
   logger: Logger
@@ -35,12 +37,16 @@ export interface SqliteReplayOptions {
  * accepted before a restart or a kill -9 is still refused after it); each accepted signature is
  * appended to `replay.db`, a file of its own with its own group commit, so that another process holding
  * the write lock of the relay's database (`relay admin`, a backup, an sqlite3 shell) does not stop
- * signed reads: their only write is here. The relay's own commits wait for the entries reserved before
- * them to be committed first (see `settled`), so a request's effects are never on disk without its
- * replay entry, whatever crash comes between.
+ * signed reads: their only write is here.
  *
- * Entries are appended in time order with increasing ids, so the expired ones are a prefix of the log:
- * a prune is one range delete on the primary key, however many rows expired.
+ * A request that also writes the relay's database must never have its effects on disk without its
+ * replay entry, whatever crash comes between the two files. So every commit of relay.db carries, in
+ * its own transaction, a copy of the entries not yet durable in replay.db (`copyInto`): the effects and
+ * the entry reach the disk together, and the request waits for one sync, not two in a row. Once an
+ * entry is durable in either file it is not copied again. Both files are read at start-up.
+ *
+ * Entries are appended in time order with increasing ids, so the expired ones are a prefix of each
+ * log: a prune is one range delete on the primary key, however many rows expired.
  */
 export class SqliteReplayStore implements ReplayStore {
   /** signature id → [row id, expiry (ms)], in insertion order (≈ expiry order). */
@@ -50,8 +56,12 @@ export class SqliteReplayStore implements ReplayStore {
   private readonly checkpointer: Checkpointer
   private readonly sync: WalSync | null
   private lastId: number
-  /** Settles once every entry reserved so far is committed (and synced, in fsync mode) or failed. */
-  private last: Promise<void> = Promise.resolve()
+  /** Entries not yet durable in replay.db nor committed in relay.db: copied into its next commit. */
+  private readonly uncovered = new Map<number, [string, number]>()
+  /** Copies in relay.db, per commit: [last row id, latest expiry], oldest first. */
+  private readonly copies: [number, number][] = []
+  private readonly copyStmt: Statement<unknown, [string, number]>
+  private readonly pruneCopies: Statement<unknown, [number]>
   private closed = false
 
   constructor(private readonly opts: SqliteReplayOptions) {
@@ -74,51 +84,61 @@ export class SqliteReplayStore implements ReplayStore {
     if (!opts.tool) this.checkpointer.start()
 
     this.lastId = this.db.query<{ id: number | null }, []>('SELECT max(id) AS id FROM replay_log').get()?.id ?? 0
-    // entries an earlier version kept in the relay's database: moved here once (a tool only reads them)
-    const legacy = opts.legacy
-      .query<{ signature: string; expires_at: number }, [number]>('SELECT signature, expires_at FROM replay_log WHERE expires_at > ? ORDER BY id')
-      .all(opts.now)
-    if (opts.tool) {
-      for (const row of legacy) this.seen.set(row.signature, [0, row.expires_at])
-    } else if (legacy.length > 0) {
-      this.db.transaction(() => {
-        for (const row of legacy) append.run(++this.lastId, row.signature, row.expires_at)
-      })()
-      try {
-        opts.legacy.run('DELETE FROM replay_log')
-      } catch {
-        // locked by another process: moved again (harmlessly) at the next start
-      }
-    }
+    this.copyStmt = opts.main.prepare('INSERT INTO replay_log (signature, expires_at) VALUES (?, ?)')
+    this.pruneCopies = opts.main.prepare('DELETE FROM replay_log WHERE id <= ?')
+    const loaded: [string, number, number][] = []
     const own = this.db.query<{ id: number; signature: string; expires_at: number }, [number]>('SELECT id, signature, expires_at FROM replay_log WHERE expires_at > ? ORDER BY id')
-    for (const row of own.iterate(opts.now)) this.seen.set(row.signature, [row.id, row.expires_at])
+    for (const row of own.iterate(opts.now)) loaded.push([row.signature, row.id, row.expires_at])
+    const copied = opts.main.query<{ signature: string; expires_at: number }, [number]>('SELECT signature, expires_at FROM replay_log WHERE expires_at > ? ORDER BY id')
+    for (const row of copied.iterate(opts.now)) loaded.push([row.signature, 0, row.expires_at])
+    loaded.sort((x, y) => x[2] - y[2])
+    for (const [signature, id, expiresAt] of loaded) {
+      const known = this.seen.get(signature)
+      this.seen.set(signature, [Math.max(id, known?.[0] ?? 0), expiresAt])
+    }
+    const tail = opts.main.query<{ id: number | null; expires_at: number | null }, []>('SELECT max(id) AS id, max(expires_at) AS expires_at FROM replay_log').get()
+    if (tail?.id) this.copies.push([tail.id, tail.expires_at ?? 0])
   }
 
   async reserve(signatureId: string, expiresAt: number): Promise<ReplayReservation | null> {
     if (this.seen.has(signatureId)) return null
     const id = ++this.lastId
     this.seen.set(signatureId, [id, expiresAt])
-    const durable = this.uow.run(async (tx) => tx.append(id, signatureId, expiresAt)).catch((err) => {
-      this.seen.delete(signatureId) // not durable: let an honest retry through
-      throw err
-    })
-    this.last = durable.catch(() => {})
+    this.uncovered.set(id, [signatureId, expiresAt])
+    const durable = this.uow.run(async (tx) => tx.append(id, signatureId, expiresAt)).then(
+      () => void this.uncovered.delete(id),
+      (err) => {
+        this.uncovered.delete(id)
+        this.seen.delete(signatureId) // not durable: let an honest retry through
+        throw err
+      },
+    )
     return { durable }
   }
 
   /**
-   * Settles once every entry reserved so far has been committed (synced to disk in fsync mode) or has
-   * failed: the relay's database commits only after it, so the effects of a request never reach the
-   * disk before its replay entry does.
+   * Called inside every transaction of the relay's database, just before its COMMIT: inserts the
+   * entries not yet durable in replay.db, so that the commit carries the entries of the requests whose
+   * effects it holds. `onCommit` registers what to do once the commit went through.
    */
-  settled(): Promise<void> {
-    return this.last
+  copyInto(onCommit: (step: () => void) => void): void {
+    if (this.uncovered.size === 0) return
+    const ids = [...this.uncovered.keys()]
+    let latest = 0
+    let rowId = 0
+    for (const [signature, expiresAt] of this.uncovered.values()) {
+      rowId = Number(this.copyStmt.run(signature, expiresAt).lastInsertRowid)
+      if (expiresAt > latest) latest = expiresAt
+    }
+    onCommit(() => {
+      for (const id of ids) this.uncovered.delete(id)
+      this.copies.push([rowId, latest])
+    })
   }
 
   /**
-   * Forgets expired entries in memory and in the log: one range delete on the primary key, whatever
-   * their number. `limit` is not needed (the delete costs microseconds per row and runs in this
-   * file's own transaction, beside nothing else).
+   * Forgets expired entries in memory and in both logs: one range delete on the primary key in each,
+   * whatever their number (`limit` is not needed: a delete costs microseconds per row).
    */
   async prune(now: number, _limit?: number): Promise<number> {
     let last = 0
@@ -127,8 +147,12 @@ export class SqliteReplayStore implements ReplayStore {
       this.seen.delete(signature)
       if (id > last) last = id
     }
-    if (last === 0) return 0
-    return this.uow.run(async (tx) => tx.prune(last))
+    let copiedUpTo = 0
+    while (this.copies.length > 0 && this.copies[0][1] <= now) copiedUpTo = this.copies.shift()![0]
+    let removed = 0
+    if (copiedUpTo > 0) await this.opts.mainWrite(() => void (removed += this.pruneCopies.run(copiedUpTo).changes))
+    if (last > 0) removed += await this.uow.run(async (tx) => tx.prune(last))
+    return removed
   }
 
   /** Entries held in memory (tests, health). */

@@ -142,13 +142,22 @@ export class SqliteStorage implements Storage {
     if (!opts.tool) (tx.webhooks as SqliteWebhookStore).voidLeases(opts.now)
     this.durability = opts.durability ?? 'process'
     // signed requests record their signature in a file of their own, which another process's lock on
-    // this one does not block; this database commits only after the entries reserved before
-    this.replay = new SqliteReplayStore({ databasePath: opts.path, legacy: writer, lockWaitMs: opts.lockWaitMs, durability: this.durability, logger: opts.logger, now: opts.now, tool: opts.tool })
+    // this one does not block; each commit here also carries the entries not yet durable there
+    this.replay = new SqliteReplayStore({
+      databasePath: opts.path,
+      main: writer,
+      mainWrite: (op) => this.uow.run(async () => op()),
+      lockWaitMs: opts.lockWaitMs,
+      durability: this.durability,
+      logger: opts.logger,
+      now: opts.now,
+      tool: opts.tool,
+    })
     this.walSync = this.durability === 'fsync' ? new WalSync(opts.path) : null
     this.uow = new SqliteUnitOfWork<TxStores>(writer, tx, {
       lockWaitMs: opts.lockWaitMs,
       warn: (message, fields) => opts.logger.warn(message, fields),
-      barrier: () => this.replay.settled(),
+      beforeCommit: () => this.replay.copyInto((step) => this.uow.onCommit(step)),
       sync: this.walSync ? () => this.walSync!.sync() : undefined,
     })
     const run = (fn: (tx: TxStores) => Promise<unknown>) => this.uow.run(fn)

@@ -18,6 +18,11 @@
  * on timers — the relay keeps serving reads meanwhile — until `lockWaitMs` has passed; then the units
  * of the group fail with 503 and a Retry-After. Units queued meanwhile wait for the next group.
  *
+ * Two hooks tie the commits to the outside: `beforeCommit` adds rows to every group's transaction
+ * (the replay entries the commit must carry), and in fsync mode the units are answered only after
+ * `sync` has made their commit durable; the next group commits meanwhile, so syncs overlap with the
+ * work of the following turns.
+ *
  * A unit must only wait on its stores (which run synchronously on this connection and return settled
  * promises), so a group runs within one turn; a unit that awaits real I/O holds the write lock across
  * turns and is reported in the log.
@@ -33,8 +38,6 @@ interface Job<S> {
   ok?: boolean
   value?: unknown
   error?: unknown
-  /** What must settle before the unit commits (see `UnitOfWorkOptions.barrier`). */
-  barrier?: Promise<unknown>
 }
 
 export interface UnitOfWorkOptions {
@@ -45,10 +48,10 @@ export interface UnitOfWorkOptions {
   /** Reports oddities (a unit that waited on I/O, a failed rollback). */
   warn?: (message: string, fields?: Record<string, unknown>) => void
   /**
-   * Taken when a unit is queued: the unit's group commits only after it settles (the replay entries
-   * reserved before the unit, which must reach the disk first). Awaited before the lock is taken.
+   * Runs inside every group's transaction after its units, just before COMMIT (the replay entries the
+   * commit must carry, see replay-store.ts); may register steps with `onCommit`. A throw fails the group.
    */
-  barrier?: () => Promise<unknown>
+  beforeCommit?: () => void
   /**
    * Makes a commit durable (fsync mode: a sync of the WAL, see wal-sync.ts). The group's units are
    * answered once it resolves; the next group may commit meanwhile.
@@ -95,7 +98,7 @@ export class SqliteUnitOfWork<S> {
   /** Queues a unit of work; resolves with its result once committed, rejects if it (or the commit) failed. */
   run<T>(fn: (tx: S) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve, reject, barrier: this.opts.barrier?.() })
+      this.queue.push({ fn, resolve, reject })
       this.schedule()
     })
   }
@@ -140,8 +143,6 @@ export class SqliteUnitOfWork<S> {
   }
 
   private async execute(batch: Job<S>[]): Promise<void> {
-    const barrier = batch[batch.length - 1].barrier
-    if (barrier) await barrier
     if (!(await this.lock(batch))) return
     let crossedTurn = false
     const watch = setImmediate(() => (crossedTurn = true))
@@ -190,6 +191,7 @@ export class SqliteUnitOfWork<S> {
         job.value = await job.fn(this.stores)
         job.ok = true
       }
+      this.opts.beforeCommit?.()
       this.stmt.commit.run()
       return true
     } catch {
@@ -225,6 +227,7 @@ export class SqliteUnitOfWork<S> {
           this.stmt.release.run()
         }
       }
+      this.opts.beforeCommit?.()
       this.stmt.commit.run()
       return true
     } catch (err) {
