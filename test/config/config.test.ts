@@ -84,6 +84,13 @@ describe('precedence: defaults ← file ← env ← flags', () => {
     expect(c.port).toBe(3333)
     expect(c.dataDir).toBe(join(dir, 'rel'))
   })
+  test('durability: variable, flag over it, file key', async () => {
+    expect((await loadConfig({ cwd: dir, env: { RELAY_DURABILITY: 'process' } })).database.durability).toBe('process')
+    expect((await loadConfig({ cwd: dir, env: { RELAY_DURABILITY: 'process' }, flags: { durability: 'fsync' } })).database.durability).toBe('fsync')
+    const f = join(dir, 'durability.config.ts')
+    writeFileSync(f, `export default { database: { durability: 'process' } }\n`)
+    expect((await loadConfig({ cwd: dir, env: {}, flags: { config: f } })).database.durability).toBe('process')
+  })
   test('an empty variable is unset, except for free text where empty is the value', async () => {
     const c = await loadConfig({ cwd: dir, env: { RELAY_PORT: '', RELAY_RATE_ADDRESS_EXEMPT: '' }, flags: { config: file } })
     expect(c.port).toBe(1111)
@@ -111,6 +118,7 @@ describe('a bad value stops start-up with one line naming the variable', () => {
     [{ RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'perhaps' }, 'RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS'],
     [{ RELAY_WS_MAX_CONNECTIONS: '0' }, 'RELAY_WS_MAX_CONNECTIONS'],
     [{ RELAY_METRICS_ADDR: 'nohost' }, 'RELAY_METRICS_ADDR'],
+    [{ RELAY_DURABILITY: 'sometimes' }, 'RELAY_DURABILITY'],
   ]
   for (const [env, name] of bad) {
     test(`${name}=${Object.values(env)[0]}`, async () => {
