@@ -3,11 +3,11 @@
  * answer comes only after the commit) — alone, and in rounds mixed with blob uploads and webhook
  * deliveries — and the pipeline's limits hold over real HTTP.
  */
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient, type KeyPair } from '../../src/client/index.ts'
-import { startBinary, tempDataDir, type RunningRelay } from './binary.ts'
+import { relayBinary, startBinary, tempDataDir, type RunningRelay } from './binary.ts'
 import { crashRounds } from './crash-load.ts'
 
 const dataDir = tempDataDir()
@@ -18,6 +18,9 @@ afterAll(async () => {
   if (running) await running.crash().catch(() => {})
   rmSync(dataDir, { recursive: true, force: true })
 })
+
+// the first call builds the binary: not part of any test's time
+beforeAll(async () => void (await relayBinary()), 120_000)
 
 const clientOf = (relay: RunningRelay, keys: KeyPair) => new RelayClient({ baseUrl: relay.url, keys })
 
@@ -73,7 +76,7 @@ for (const durability of ['fsync', 'process'] as const) {
       running = undefined
       rmSync(dataDir, { recursive: true, force: true })
     }
-  })
+  }, 60_000)
 }
 
 test('over real HTTP: a request declaring more than 2 MiB is refused with 413 before it is read', async () => {
