@@ -133,7 +133,7 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     source.run('BEGIN')
     progress(`copying ${paths.database} into ${targetName}`)
     const tables = await copyTables(source, target, { batchRows, progress })
-    const replayed = await copyReplayLog(replayLogPath(paths.database), target, systemClock.now(), batchRows)
+    const replayed = await copyReplayLog(replayLogPath(paths.database), target, batchRows)
     if (replayed) progress(`replay window: ${replayed} recent signatures`)
     const words = await rebuildSearchWords(source, target)
     if (words) progress(`search words: ${words.words} new for ${words.agents} agents`)
