@@ -30,6 +30,7 @@ describe('defaults', () => {
     expect(c.webhooks.disableAfter).toBe(3)
     expect(c.webhooks.allowPrivateTargets).toBe(false)
     expect(c.sweepIntervalMs).toBe(30_000)
+    expect(c.database.durability).toBe('process')
   })
   test('every option of the operator table (docs/protocol.md §13) has its variable', () => {
     const envs = OPTIONS.map((o) => o.env)
