@@ -5,7 +5,7 @@
  * Time is simulated; the files are real.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { rmSync, statSync } from 'node:fs'
+import { mkdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { silentLogger } from '../../src/lib/logger.ts'
 import { JOURNAL_SIZE_LIMIT_BYTES } from '../../src/storage/sqlite/database.ts'
@@ -82,3 +82,18 @@ test('rows and WAL stay flat at 2,000 signed requests/s; the WAL is emptied when
   console.log(JSON.stringify({ reservations: n, last: samples.at(-1), replay_checkpoints: storage.replay.report().checkpoints }))
   await storage.close()
 }, 60_000)
+
+test('rows that expired while the relay was stopped are deleted by the first prune after a start', async () => {
+  const T0 = 1_800_000_000_000
+  const path = join(dir, 'restart', 'relay.db')
+  mkdirSync(join(dir, 'restart'), { recursive: true })
+  const first = new SqliteStorage({ path, lockWaitMs: 1000, logger: silentLogger, now: T0 })
+  await Promise.all(Array.from({ length: 12 }, async (_, i) => (await first.replay.reserve(`stopped-${i}`, T0 + 1000))!.durable))
+  await first.close()
+  const second = new SqliteStorage({ path, lockWaitMs: 1000, logger: silentLogger, now: T0 + 2000 })
+  expect(second.replay.rows()).toBe(12)
+  expect(second.replay.size).toBe(0) // not loaded: expired
+  expect(await second.replay.prune(T0 + 2000, 5)).toBe(12) // in statements of 5 rows
+  expect(second.replay.rows()).toBe(0)
+  await second.close()
+})

@@ -14,7 +14,7 @@ export function replayLogPath(databasePath: string): string {
 
 interface ReplayTx {
   append(id: number, signature: string, expiresAt: number): void
-  prune(lastId: number): number
+  prune(lastId: number, rows: number): number
 }
 
 export interface SqliteReplayOptions {
@@ -46,8 +46,15 @@ export interface SqliteReplayOptions {
  * entry is durable in either file it is not copied again. Both files are read at start-up.
  *
  * Entries are appended in time order with increasing ids, so the expired ones are a prefix of each
- * log: a prune is one range delete on the primary key, however many rows expired.
+ * log: a prune is a range delete on the primary key (in statements of a bounded size), however many
+ * rows expired.
  */
+/** A prefix of a log, `rows` at most per statement (each its own commit, so other writes come between). */
+const PRUNE_SQL = 'DELETE FROM replay_log WHERE id IN (SELECT id FROM replay_log WHERE id <= ? ORDER BY id LIMIT ?)'
+
+/** Rows per delete statement when the caller gives no limit. */
+const DEFAULT_PRUNE_ROWS = 50_000
+
 export class SqliteReplayStore implements ReplayStore {
   /** signature id → [row id, expiry (ms)], in insertion order (≈ expiry order). */
   private readonly seen = new Map<string, [number, number]>()
@@ -61,7 +68,9 @@ export class SqliteReplayStore implements ReplayStore {
   /** Copies in relay.db, per commit: [last row id, latest expiry], oldest first. */
   private readonly copies: [number, number][] = []
   private readonly copyStmt: Statement<unknown, [string, number]>
-  private readonly pruneCopies: Statement<unknown, [number]>
+  private readonly pruneCopies: Statement<unknown, [number, number]>
+  /** Rows of replay.db up to this id are expired and not yet deleted (a prune that failed, or start-up). */
+  private expiredUpTo = 0
   private closed = false
 
   constructor(private readonly opts: SqliteReplayOptions) {
@@ -70,13 +79,13 @@ export class SqliteReplayStore implements ReplayStore {
     this.db.run('CREATE TABLE IF NOT EXISTS replay_log (id INTEGER PRIMARY KEY, signature TEXT NOT NULL, expires_at INTEGER NOT NULL)')
     this.db.run('PRAGMA busy_timeout = 0')
     const append: Statement<unknown, [number, string, number]> = this.db.prepare('INSERT INTO replay_log (id, signature, expires_at) VALUES (?, ?, ?)')
-    const prune: Statement<unknown, [number]> = this.db.prepare('DELETE FROM replay_log WHERE id <= ?')
+    const prune: Statement<unknown, [number, number]> = this.db.prepare(PRUNE_SQL)
     this.sync = opts.durability === 'fsync' ? new WalSync(path) : null
     this.uow = new SqliteUnitOfWork<ReplayTx>(
       this.db,
       {
         append: (id, signature, expiresAt) => void append.run(id, signature, expiresAt),
-        prune: (lastId) => prune.run(lastId).changes,
+        prune: (lastId, rows) => prune.run(lastId, rows).changes,
       },
       { lockWaitMs: opts.lockWaitMs, warn: (m, f) => opts.logger.warn(m, f), sync: this.sync ? () => this.sync!.sync() : undefined },
     )
@@ -85,10 +94,11 @@ export class SqliteReplayStore implements ReplayStore {
 
     this.lastId = this.db.query<{ id: number | null }, []>('SELECT max(id) AS id FROM replay_log').get()?.id ?? 0
     this.copyStmt = opts.main.prepare('INSERT INTO replay_log (signature, expires_at) VALUES (?, ?)')
-    this.pruneCopies = opts.main.prepare('DELETE FROM replay_log WHERE id <= ?')
+    this.pruneCopies = opts.main.prepare(PRUNE_SQL)
     const loaded: [string, number, number][] = []
     const own = this.db.query<{ id: number; signature: string; expires_at: number }, [number]>('SELECT id, signature, expires_at FROM replay_log WHERE expires_at > ? ORDER BY id')
     for (const row of own.iterate(opts.now)) loaded.push([row.signature, row.id, row.expires_at])
+    this.expiredUpTo = this.db.query<{ id: number | null }, [number]>('SELECT max(id) AS id FROM replay_log WHERE expires_at <= ?').get(opts.now)?.id ?? 0
     const copied = opts.main.query<{ signature: string; expires_at: number }, [number]>('SELECT signature, expires_at FROM replay_log WHERE expires_at > ? ORDER BY id')
     for (const row of copied.iterate(opts.now)) loaded.push([row.signature, 0, row.expires_at])
     loaded.sort((x, y) => x[2] - y[2])
@@ -137,21 +147,37 @@ export class SqliteReplayStore implements ReplayStore {
   }
 
   /**
-   * Forgets expired entries in memory and in both logs: one range delete on the primary key in each,
-   * whatever their number (`limit` is not needed: a delete costs microseconds per row).
+   * Forgets expired entries in memory and in both logs: range deletes on the primary key, `limit` rows
+   * per statement, until every expired row is gone however many there are. A delete that fails (a
+   * locked relay.db) is tried again at the next prune.
    */
-  async prune(now: number, _limit?: number): Promise<number> {
-    let last = 0
+  async prune(now: number, rows = DEFAULT_PRUNE_ROWS): Promise<number> {
+    const limit = Math.max(1, rows)
     for (const [signature, [id, expiresAt]] of this.seen) {
       if (expiresAt > now) break
       this.seen.delete(signature)
-      if (id > last) last = id
+      if (id > this.expiredUpTo) this.expiredUpTo = id
     }
     let copiedUpTo = 0
-    while (this.copies.length > 0 && this.copies[0][1] <= now) copiedUpTo = this.copies.shift()![0]
+    let newest = 0
+    while (this.copies.length > 0 && this.copies[0][1] <= now) [copiedUpTo, newest] = this.copies.shift()!
     let removed = 0
-    if (copiedUpTo > 0) await this.opts.mainWrite(() => void (removed += this.pruneCopies.run(copiedUpTo).changes))
-    if (last > 0) removed += await this.uow.run(async (tx) => tx.prune(last))
+    if (copiedUpTo > 0) {
+      try {
+        for (let n = limit; n >= limit; removed += n) {
+          n = 0
+          await this.opts.mainWrite(() => void (n = this.pruneCopies.run(copiedUpTo, limit).changes))
+        }
+      } catch (err) {
+        this.copies.unshift([copiedUpTo, newest])
+        throw err
+      }
+    }
+    const upTo = this.expiredUpTo
+    if (upTo > 0) {
+      for (let n = limit; n >= limit; removed += n) n = await this.uow.run(async (tx) => tx.prune(upTo, limit))
+      if (this.expiredUpTo === upTo) this.expiredUpTo = 0
+    }
     return removed
   }
 
