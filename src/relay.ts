@@ -93,7 +93,7 @@ export async function openRelay(config: Config, deps: RelayDeps = {}): Promise<R
 
 /** How often a running relay looks for operator suspensions made by `relay admin` (docs/protocol.md §13: within 1 s). */
 const SUSPENSION_POLL_MS = 250
-/** Replay entries one statement of a prune run deletes (PostgreSQL), so no statement holds rows for long. */
+/** Replay entries one statement of a prune run deletes (a run deletes every expired one), so no statement holds the database for long. */
 const REPLAY_PRUNE_BATCH = 5000
 
 export function dataPaths(dataDir: string) {
