@@ -14,7 +14,7 @@ import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { signed, uniqueTimestamp } from '../support/signed.ts'
 
-const LOCK_WAIT_MS = 600
+const LOCK_WAIT_MS = 1500
 
 /** A second process that takes BEGIN IMMEDIATE on `path` and keeps it until its stdin closes. */
 async function lockInOtherProcess(path: string): Promise<() => Promise<void>> {
@@ -74,8 +74,8 @@ describe('relay.db locked by another process', () => {
     } finally {
       await release()
     }
-    // the relay stops without a chance to do anything more than a crash would leave (entries are
-    // committed before their answers), and starts again on the same files
+    // a restart on the same files: the signatures accepted during the lock are refused (each was
+    // committed in replay.db before its answer, so a kill -9 would leave them too)
     await t.restart()
     for (const req of accepted) await expectError(await t.handle(req), 409, 'replay_detected')
     expect((await t.client(me).send({ recipient_key: peer.publicKey, body: { n: 2 } })).status).toBe('sent')
