@@ -18,7 +18,8 @@ import { describeDatabase, openPostgres } from '../storage/postgres/open-postgre
 import { MIGRATION_JOURNAL } from '../storage/sqlite/embedded-migrations.ts'
 import { copyBlobs, type BlobsCopyResult } from '../storage/transfer/blob-copy.ts'
 import { rebuildSearchWords } from '../storage/transfer/search-words.ts'
-import { copyTables, DEFAULT_BATCH_ROWS, type TablesCopyResult } from '../storage/transfer/table-copy.ts'
+import { copyReplayLog, copyTables, DEFAULT_BATCH_ROWS, type TablesCopyResult } from '../storage/transfer/table-copy.ts'
+import { replayLogPath } from '../storage/sqlite/replay-store.ts'
 import { UsageError } from './args.ts'
 import { processHolding } from './data-dir.ts'
 import { humanBytes, table } from './format.ts'
@@ -108,7 +109,7 @@ export async function migrate(positionals: string[], flags: Record<string, strin
   const config = await loadConfig({ flags, env: deps.env })
   const paths = dataPaths(config.dataDir)
   if (!existsSync(paths.database)) throw new Error(`no relay database at ${paths.database} (check --data-dir or RELAY_DATA_DIR)`)
-  const holder = processHolding([paths.database, `${paths.database}-wal`])
+  const holder = processHolding([paths.database, `${paths.database}-wal`, replayLogPath(paths.database)])
   if (holder !== null) throw new Error(`${paths.database} is open in process ${holder} (a relay still running?): stop the relay, then migrate`)
 
   // read-only: nothing about the source changes, and both passes below read one snapshot
@@ -132,6 +133,8 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     source.run('BEGIN')
     progress(`copying ${paths.database} into ${targetName}`)
     const tables = await copyTables(source, target, { batchRows, progress })
+    const replayed = await copyReplayLog(replayLogPath(paths.database), target, batchRows)
+    if (replayed) progress(`replay window: ${replayed} recent signatures`)
     const words = await rebuildSearchWords(source, target)
     if (words) progress(`search words: ${words.words} new for ${words.agents} agents`)
     const wanted = wantedContents(source)

@@ -26,7 +26,8 @@ export interface Config {
     allowPrivateTargets: boolean
     concurrency: number
   }
-  database: { url: string; lockWaitMs: number }
+  /** `durability`: what an acknowledged write survives (SQLite): a power loss (`fsync`) or a crash of the process (`process`). */
+  database: { url: string; lockWaitMs: number; durability: 'fsync' | 'process' }
   sweepIntervalMs: number
   metrics: { enabled: boolean; addr: { host: string; port: number } | null }
 }

@@ -209,7 +209,10 @@ export interface ReplayStore {
    * the entry is durable; the answer must not leave before `durable` resolves.
    */
   reserve(signatureId: string, expiresAt: number): Promise<ReplayReservation | null>
-  /** Forgets entries expired at `now`, at most `limit`; returns how many. */
+  /**
+   * Forgets every entry expired at `now`, so the log never outgrows its window whatever the request
+   * rate; `limit` bounds what one statement deletes where a backend deletes in batches. Returns how many.
+   */
   prune(now: number, limit: number): Promise<number>
 }
 

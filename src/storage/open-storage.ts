@@ -25,7 +25,7 @@ export interface OpenedStorage {
 /** `tool`: a command beside a running relay (relay admin), which takes over nothing the relay holds. */
 export function openStorage(config: Config, paths: { database: string }, logger: Logger, clock: Clock, opts: { tool?: boolean } = {}): OpenedStorage {
   const lockWaitMs = opts.tool ? Math.max(config.database.lockWaitMs, 5000) : config.database.lockWaitMs
-  const storage = new SqliteStorage({ path: paths.database, lockWaitMs, logger, now: clock.now(), tool: opts.tool })
+  const storage = new SqliteStorage({ path: paths.database, lockWaitMs, logger, now: clock.now(), tool: opts.tool, durability: config.database.durability })
   const signals = new LocalSignals((err) => logger.error('signal listener failed', { error: String(err) }))
   return { storage, signals, connections: new LocalConnectionRegistry(), sqlite: storage.writer }
 }

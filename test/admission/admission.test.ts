@@ -12,6 +12,7 @@ import type { ConfigOverrides } from '../../src/config/config.ts'
 import { buildBinary } from '../support/binary.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { enc, uploadRequest } from '../blobs/helpers.ts'
+import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
 
 let open: TestRelay[] = []
 afterEach(async () => {
@@ -33,7 +34,7 @@ describe('RELAY_ADMISSION=allowlist', () => {
     const listed = generateKeyPair()
     const stranger = generateKeyPair()
     await t.relay.admission.allow(listed.publicKey, 'the first agent')
-    const replayEntries = () => (t.relay.sqlite?.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
+    const replayEntries = () => (t.relay.storage as SqliteStorage).replay.rows()
     const before = replayEntries()
     const res = await t.client(stranger).transport.send('GET', `/v1/agents/${stranger.publicKey}`)
     const err = await expectError(res, 403, 'forbidden')

@@ -35,6 +35,7 @@ describe('defaults', () => {
     expect(c.webhooks.disableAfter).toBe(3)
     expect(c.webhooks.allowPrivateTargets).toBe(false)
     expect(c.sweepIntervalMs).toBe(30_000)
+    expect(c.database.durability).toBe('process')
   })
   test('every option of the operator table (docs/protocol.md §13) has its variable', () => {
     const envs = OPTIONS.map((o) => o.env)
@@ -89,6 +90,13 @@ describe('precedence: defaults ← file ← env ← flags', () => {
     expect(c.port).toBe(3333)
     expect(c.dataDir).toBe(join(dir, 'rel'))
   })
+  test('durability: variable, flag over it, file key', async () => {
+    expect((await loadConfig({ cwd: dir, env: { RELAY_DURABILITY: 'process' } })).database.durability).toBe('process')
+    expect((await loadConfig({ cwd: dir, env: { RELAY_DURABILITY: 'process' }, flags: { durability: 'fsync' } })).database.durability).toBe('fsync')
+    const f = join(dir, 'durability.config.ts')
+    writeFileSync(f, `export default { database: { durability: 'process' } }\n`)
+    expect((await loadConfig({ cwd: dir, env: {}, flags: { config: f } })).database.durability).toBe('process')
+  })
   test('an empty variable is unset, except for free text where empty is the value', async () => {
     const c = await loadConfig({ cwd: dir, env: { RELAY_PORT: '', RELAY_RATE_ADDRESS_EXEMPT: '' }, flags: { config: file } })
     expect(c.port).toBe(1111)
@@ -123,6 +131,7 @@ describe('a bad value stops start-up with one line naming the variable', () => {
     [{ RELAY_RATE_ADDRESS_EXEMPT: '0.0.0.0/0' }, 'RELAY_RATE_ADDRESS_EXEMPT'],
     [{ RELAY_RATE_ADDRESS_EXEMPT: '::/0' }, 'RELAY_RATE_ADDRESS_EXEMPT'],
     [{ RELAY_WS_PREAUTH_PER_ADDRESS: '-1' }, 'RELAY_WS_PREAUTH_PER_ADDRESS'],
+    [{ RELAY_DURABILITY: 'sometimes' }, 'RELAY_DURABILITY'],
   ]
   for (const [env, name] of bad) {
     test(`${name}=${Object.values(env)[0]}`, async () => {

@@ -221,7 +221,9 @@ describe.skipIf(!node)('relay migrate', () => {
       expect((await carol.acl.list()).length).toBe(2)
 
       // the replay window came along: a signature the old relay accepted is a replay here
-      const { signature, expires_at } = readSource((db) => db.query(`SELECT signature, expires_at FROM replay_log ORDER BY id DESC LIMIT 1`).get() as { signature: string; expires_at: number })
+      const replayDb = new Database(join(seeded.dataDir, 'replay.db'), { readonly: true })
+      const { signature, expires_at } = replayDb.query(`SELECT signature, expires_at FROM replay_log ORDER BY id DESC LIMIT 1`).get() as { signature: string; expires_at: number }
+      replayDb.close()
       expect(await r.storage.replay.reserve(signature, expires_at)).toBeNull()
       // a message sent on the new storage arrives
       const sent = await bob.send({ recipient_key: alice.publicKey, body: { text: 'after the move' } })

@@ -37,6 +37,26 @@ function reason(err: unknown, url: string): string {
   return text.replace(/\s+/g, ' ').trim()
 }
 
+/**
+ * What an acknowledged write survives under PostgreSQL's `synchronous_commit` (read at start-up from
+ * the relay's own connection, so per-role or per-database settings count), and whether that deserves a
+ * warning.
+ */
+export function synchronousCommitPromise(setting: string): { level: 'info' | 'warn'; promise: string } {
+  switch (setting) {
+    case 'on':
+    case 'remote_apply':
+    case 'remote_write':
+      return { level: 'info', promise: `a crash or power loss of the database server (each commit is flushed to its WAL before the answer${setting === 'on' ? '' : ', and written by the synchronous standbys if any are configured'})` }
+    case 'local':
+      return { level: 'info', promise: "a crash or power loss of the database server (flushed locally; synchronous standbys are not waited for)" }
+    case 'off':
+      return { level: 'warn', promise: 'a crash of a relay instance only: a crash of the database server may lose the last ~3 × wal_writer_delay (600 ms by default) of acknowledged commits; set synchronous_commit = on for the relay\'s role to make 201 mean on disk' }
+    default:
+      return { level: 'warn', promise: `unknown (synchronous_commit = ${setting})` }
+  }
+}
+
 export async function openPostgres(
   url: string,
   opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number },
@@ -54,6 +74,12 @@ export async function openPostgres(
   } catch (err) {
     await sql.close().catch(() => {})
     throw new Error(`database ${describeDatabase(url)} is unreachable: ${reason(err, url)}`)
+  }
+  if (!opts.tool) {
+    // what a 201 survives in cluster mode is the database's setting, not RELAY_DURABILITY's
+    const setting = await sql.unsafe('SHOW synchronous_commit').then((rows: { synchronous_commit: string }[]) => rows[0]?.synchronous_commit ?? 'unknown', () => 'unknown')
+    const { level, promise } = synchronousCommitPromise(setting)
+    opts.logger[level]('database durability', { synchronous_commit: setting, a_201_survives: promise })
   }
   try {
     const applied = await migrate(sql)

@@ -14,11 +14,17 @@ export class PgReplayStore implements ReplayStore {
     return inserted > 0 ? { durable: Promise.resolve() } : null
   }
 
+  /** Deletes in statements of `limit` rows (each a short transaction) until none expired is left. */
   async prune(now: number, limit: number): Promise<number> {
-    return exec(
-      this.db,
-      'DELETE FROM replay_log WHERE id IN (SELECT id FROM replay_log WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)',
-      [now, limit],
-    )
+    let removed = 0
+    for (;;) {
+      const batch = await exec(
+        this.db,
+        'DELETE FROM replay_log WHERE id IN (SELECT id FROM replay_log WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)',
+        [now, limit],
+      )
+      removed += batch
+      if (batch < limit) return removed
+    }
   }
 }

@@ -6,6 +6,15 @@
  * main connection's automatic checkpoint is turned off once that worker is ready. If the worker fails,
  * the automatic checkpoint comes back. The worker is built from inline source, so the compiled binary
  * needs no extra entry point.
+ *
+ * The WAL's size is bounded too. SQLite writes the WAL from its start again only when a write begins
+ * after a checkpoint that copied every frame; under steady writes a passive checkpoint is always a
+ * little behind, so the WAL would grow for as long as the load lasts. Past `RESTART_AFTER_BYTES` the
+ * worker runs a RESTART checkpoint instead, which holds writers off for its duration (a few ms; the
+ * relay's writes wait on timers meanwhile) and makes the next write start the WAL afresh; SQLite then
+ * cuts a WAL larger than `journal_size_limit` back to it (database.ts). Once writes stop for
+ * `IDLE_TICKS` ticks, a TRUNCATE checkpoint empties the WAL. Both run with no busy timeout: when the
+ * writer or a reader is in the way they give up at once and are tried at the next tick.
  */
 import type { Database } from 'bun:sqlite'
 import { statSync } from 'node:fs'
@@ -23,8 +32,20 @@ self.onmessage = (event) => {
       postMessage({ type: 'ready' })
     } else if (m.type === 'checkpoint') {
       const started = performance.now()
-      const result = db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
-      postMessage({ type: 'done', result, ms: performance.now() - started })
+      // RESTART and TRUNCATE hold writers off while they copy: a passive pass copies most frames first
+      if (m.mode !== 'PASSIVE') db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
+      // and they wait for the writer and for readers: never here (the next tick tries again)
+      if (m.mode !== 'PASSIVE') db.run('PRAGMA busy_timeout = 0')
+      let result
+      try {
+        result = db.query('PRAGMA wal_checkpoint(' + m.mode + ')').get()
+      } catch (err) {
+        if (m.mode === 'PASSIVE') throw err
+        result = { busy: 1 }
+      } finally {
+        if (m.mode !== 'PASSIVE') db.run('PRAGMA busy_timeout = 5000')
+      }
+      postMessage({ type: 'done', result, mode: m.mode, ms: performance.now() - started })
     } else if (m.type === 'close') {
       db?.close()
       postMessage({ type: 'closed' })
@@ -38,6 +59,12 @@ self.onmessage = (event) => {
 /** WAL size at which the worker starts (a quarter of SQLite's automatic threshold of 1,000 pages). */
 const WORKER_AFTER_WAL_BYTES = 1024 * 1024
 
+/** WAL size past which the worker's checkpoints make the WAL start afresh (see the header). */
+export const RESTART_AFTER_BYTES = 4 * 1024 * 1024
+
+/** Ticks without the WAL changing after which it is truncated (1 s at the default interval). */
+const IDLE_TICKS = 5
+
 /** SQLite's default automatic checkpoint threshold, restored when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 
@@ -46,6 +73,10 @@ export interface CheckpointStats {
   last_ms: number | null
   max_ms: number
   on_worker: boolean
+  /** RESTART checkpoints run past RESTART_AFTER_BYTES; TRUNCATE ones run while idle, and how many of those emptied the WAL. */
+  restarts: number
+  truncations: number
+  truncated: number
 }
 
 export class Checkpointer {
@@ -55,7 +86,11 @@ export class Checkpointer {
   private busy = false
   private ready = false
   private closed: (() => void) | null = null
-  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false }
+  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false, restarts: 0, truncations: 0, truncated: 0 }
+  /** The WAL's size at the last tick, and for how many ticks it has not changed. */
+  private lastWalBytes = -1
+  private lastWalModified = 0
+  private idleTicks = 0
 
   constructor(
     private readonly client: Database,
@@ -119,7 +154,7 @@ export class Checkpointer {
     this.release()
   }
 
-  private onMessage(m: { type: string; ms?: number; error?: string }): void {
+  private onMessage(m: { type: string; ms?: number; error?: string; mode?: string; result?: { busy?: number } }): void {
     if (m.type === 'ready') {
       if (!this.worker) return // stopped while the worker was starting
       try {
@@ -136,6 +171,11 @@ export class Checkpointer {
       this.stats.runs++
       this.stats.last_ms = m.ms ?? null
       this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
+      if (m.mode === 'RESTART') this.stats.restarts++
+      if (m.mode === 'TRUNCATE') {
+        this.stats.truncations++
+        if (!m.result?.busy) this.stats.truncated++
+      }
     } else if (m.type === 'closed') {
       this.closed?.()
     } else if (m.type === 'failed') {
@@ -145,8 +185,24 @@ export class Checkpointer {
 
   private tick(): void {
     if (this.busy || !this.worker) return
+    let size = 0
+    let modified = 0
+    try {
+      const st = statSync(`${this.path}-wal`)
+      size = st.size
+      modified = st.mtimeMs
+    } catch {
+      // no WAL
+    }
+    // a WAL written again from its start keeps its size: its modification time tells writes apart
+    this.idleTicks = size === this.lastWalBytes && modified === this.lastWalModified ? this.idleTicks + 1 : 0
+    this.lastWalBytes = size
+    this.lastWalModified = modified
+    const truncate = size > 0 && this.idleTicks >= IDLE_TICKS
+    if (truncate) this.idleTicks = 0
+    const mode = truncate ? 'TRUNCATE' : size > RESTART_AFTER_BYTES ? 'RESTART' : 'PASSIVE'
     this.busy = true
-    this.worker.postMessage({ type: 'checkpoint' })
+    this.worker.postMessage({ type: 'checkpoint', mode })
   }
 
   private fail(error: string): void {

@@ -7,10 +7,22 @@ import { Database, type Statement } from 'bun:sqlite'
 import { migrate } from './migrate.ts'
 
 /**
+ * What an acknowledged write survives: `fsync` — a power loss or a kernel crash (each group commit's
+ * WAL is synced before its units are answered, see wal-sync.ts); `process` — a crash of the process
+ * (kill -9), not of the machine.
+ */
+export type Durability = 'fsync' | 'process'
+
+/** The WAL is cut back to this size when it is reset after a checkpoint, so a burst does not keep its size. */
+export const JOURNAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024
+
+/**
  * Opens (creating if needed) a connection with the relay's pragmas. `busyTimeoutMs` 0 makes a locked
  * database an immediate SQLITE_BUSY (the relay retries on timers, never on the event loop); commands
  * that run beside a relay (`relay admin`, `relay backup`) pass a few seconds. synchronous=NORMAL in WAL
- * mode: a commit survives a crash of the process (kill -9); only a power loss can take the last ones.
+ * mode: a commit survives a crash of the process (kill -9); in `fsync` mode the relay syncs the WAL
+ * itself after each group commit, off the event loop (wal-sync.ts), instead of synchronous=FULL,
+ * which would sync on it.
  */
 export function openConnection(path: string, busyTimeoutMs: number): Database {
   const db = trackStatements(new Database(path, { create: true, strict: true }))
@@ -19,6 +31,7 @@ export function openConnection(path: string, busyTimeoutMs: number): Database {
   db.run('PRAGMA journal_mode = WAL')
   db.run(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   db.run('PRAGMA synchronous = NORMAL')
+  db.run(`PRAGMA journal_size_limit = ${JOURNAL_SIZE_LIMIT_BYTES}`)
   db.run('PRAGMA foreign_keys = ON')
   db.run('PRAGMA temp_store = MEMORY')
   db.run('PRAGMA cache_size = -32000') // 32 MiB page cache

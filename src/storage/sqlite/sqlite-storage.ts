@@ -14,7 +14,7 @@ import { SqliteAdmissionStore } from './admission-store.ts'
 import { AgentCache, SqliteAgentStore } from './agents-store.ts'
 import { SqliteBlobRecordStore } from './blobs-store.ts'
 import { Checkpointer } from './checkpointer.ts'
-import { closeConnection, openRelayDatabase } from './database.ts'
+import { closeConnection, openRelayDatabase, type Durability } from './database.ts'
 import { SqliteDiscoveryStore } from './discovery-store.ts'
 import { mapSqliteError } from './errors.ts'
 import { SqliteMessageStore } from './messages-store.ts'
@@ -23,6 +23,7 @@ import { SqliteStateStore } from './state-store.ts'
 import { StatsRepo } from './stats-repo.ts'
 import { SqliteUnitOfWork } from './unit-of-work.ts'
 import { SqliteWebhookStore } from './webhooks-store.ts'
+import { WalSync } from './wal-sync.ts'
 import { probeWithin } from '../../lib/probe.ts'
 import { topLevelStore } from '../top-level.ts'
 
@@ -34,6 +35,8 @@ export interface SqliteStorageOptions {
   logger: Logger
   /** The current time, to load the replay window. */
   now: number
+  /** What an answered write survives (default `process`; see database.ts). */
+  durability?: Durability
   /**
    * A command beside a running relay (relay admin), not the relay itself: it takes over nothing the
    * relay holds (webhook claims) and runs no checkpoints.
@@ -113,6 +116,8 @@ export class SqliteStorage implements Storage {
   /** Operator listings (relay admin, /v1/admin), on the reader. */
   readonly adminQueries: SqliteAdminQueries
   private readonly checkpointer: Checkpointer
+  private readonly walSync: WalSync | null
+  readonly durability: Durability
   private closed = false
   private probes = 0
   private readonly runningJobs = new Set<string>()
@@ -135,9 +140,25 @@ export class SqliteStorage implements Storage {
       admission: new SqliteAdmissionStore(writer),
     }
     if (!opts.tool) (tx.webhooks as SqliteWebhookStore).voidLeases(opts.now)
+    this.durability = opts.durability ?? 'process'
+    // signed requests record their signature in a file of their own, which another process's lock on
+    // this one does not block; each commit here also carries the entries not yet durable there
+    this.replay = new SqliteReplayStore({
+      databasePath: opts.path,
+      main: writer,
+      mainWrite: (op) => this.uow.run(async () => op()),
+      lockWaitMs: opts.lockWaitMs,
+      durability: this.durability,
+      logger: opts.logger,
+      now: opts.now,
+      tool: opts.tool,
+    })
+    this.walSync = this.durability === 'fsync' ? new WalSync(opts.path) : null
     this.uow = new SqliteUnitOfWork<TxStores>(writer, tx, {
       lockWaitMs: opts.lockWaitMs,
       warn: (message, fields) => opts.logger.warn(message, fields),
+      beforeCommit: () => this.replay.copyInto((step) => this.uow.onCommit(step)),
+      sync: this.walSync ? () => this.walSync!.sync() : undefined,
     })
     const run = (fn: (tx: TxStores) => Promise<unknown>) => this.uow.run(fn)
     this.agents = topLevel(new SqliteAgentStore(reader, cache), WRITES.agents, run, (t) => t.agents)
@@ -147,7 +168,6 @@ export class SqliteStorage implements Storage {
     this.webhooks = topLevel(new SqliteWebhookStore(reader), WRITES.webhooks, run, (t) => t.webhooks)
     this.state = topLevel(new SqliteStateStore(reader), WRITES.state, run, (t) => t.state)
     this.admission = topLevel(new SqliteAdmissionStore(reader), ['allow', 'revoke'], run, (t) => t.admission)
-    this.replay = new SqliteReplayStore(writer, reader, (op) => this.uow.run(async () => op()), opts.now)
     this.discovery = mappedReads(new SqliteDiscoveryStore(reader))
     this.statsRepo = new StatsRepo(reader, opts.path)
     this.adminQueries = mappedReads(new SqliteAdminQueries(reader))
@@ -179,7 +199,10 @@ export class SqliteStorage implements Storage {
       commits: this.uow.stats.commits,
       group_reruns: this.uow.stats.reruns,
       lock_timeouts: this.uow.stats.lock_timeouts,
+      durability: this.durability,
+      syncs: this.walSync?.syncs ?? null,
       checkpoints: this.checkpointer.report(),
+      replay_log: this.replay.report(),
     }
   }
 
@@ -193,12 +216,14 @@ export class SqliteStorage implements Storage {
     if (this.closed) return
     this.closed = true
     await this.uow.drain()
+    await this.replay.close()
     await this.checkpointer.stop()
     try {
       if (!this.opts.tool) this.writer.run('PRAGMA wal_checkpoint(TRUNCATE)')
     } catch (err) {
       this.opts.logger.warn('WAL checkpoint failed', { error: String(err) })
     }
+    this.walSync?.close()
     closeConnection(this.reader)
     closeConnection(this.writer)
   }

@@ -18,11 +18,17 @@
  * on timers — the relay keeps serving reads meanwhile — until `lockWaitMs` has passed; then the units
  * of the group fail with 503 and a Retry-After. Units queued meanwhile wait for the next group.
  *
+ * Two hooks tie the commits to the outside: `beforeCommit` adds rows to every group's transaction
+ * (the replay entries the commit must carry), and in fsync mode the units are answered only after
+ * `sync` has made their commit durable; the next group commits meanwhile, so syncs overlap with the
+ * work of the following turns.
+ *
  * A unit must only wait on its stores (which run synchronously on this connection and return settled
  * promises), so a group runs within one turn; a unit that awaits real I/O holds the write lock across
  * turns and is reported in the log.
  */
 import type { Database, Statement } from 'bun:sqlite'
+import { RelayError } from '../../errors.ts'
 import { databaseBusy, mapSqliteError, sqliteCode } from './errors.ts'
 
 interface Job<S> {
@@ -41,6 +47,16 @@ export interface UnitOfWorkOptions {
   maxBatch?: number
   /** Reports oddities (a unit that waited on I/O, a failed rollback). */
   warn?: (message: string, fields?: Record<string, unknown>) => void
+  /**
+   * Runs inside every group's transaction after its units, just before COMMIT (the replay entries the
+   * commit must carry, see replay-store.ts); may register steps with `onCommit`. A throw fails the group.
+   */
+  beforeCommit?: () => void
+  /**
+   * Makes a commit durable (fsync mode: a sync of the WAL, see wal-sync.ts). The group's units are
+   * answered once it resolves; the next group may commit meanwhile.
+   */
+  sync?: () => Promise<void>
 }
 
 /** Groups that run carefully (a savepoint per unit) after one whose optimistic pass failed. */
@@ -59,7 +75,9 @@ export class SqliteUnitOfWork<S> {
   /** Groups left to run carefully (see the header). */
   private careful = 0
   /** Commits made, groups run again carefully, and groups refused because the lock stayed taken (health figures). */
-  readonly stats = { commits: 0, units: 0, reruns: 0, lock_timeouts: 0 }
+  readonly stats = { commits: 0, units: 0, reruns: 0, lock_timeouts: 0, sync_failures: 0 }
+  /** Syncs of committed groups not yet returned (fsync mode). */
+  private readonly syncing = new Set<Promise<void>>()
 
   constructor(
     private readonly db: Database,
@@ -101,6 +119,7 @@ export class SqliteUnitOfWork<S> {
       if (!this.running) await this.pump()
       else await new Promise((r) => setTimeout(r, 5))
     }
+    await Promise.all(this.syncing)
   }
 
   private schedule(): void {
@@ -145,10 +164,21 @@ export class SqliteUnitOfWork<S> {
     this.stats.units += batch.length
     const steps = this.afterCommit.splice(0)
     for (const step of steps) step()
-    for (const job of batch) {
-      if (job.ok) job.resolve(job.value)
-      else job.reject(job.error)
+    const settle = () => {
+      for (const job of batch) {
+        if (job.ok) job.resolve(job.value)
+        else job.reject(job.error)
+      }
     }
+    if (!this.opts.sync) return settle()
+    const synced = this.opts.sync().then(settle, (err) => {
+      this.stats.sync_failures++
+      this.opts.warn?.('syncing a commit to disk failed', { error: String(err) })
+      const failed = new RelayError('service_unavailable', 'Storage is unavailable; retry later', null, { 'Retry-After': '5' })
+      for (const job of batch) job.reject(job.ok ? failed : job.error)
+    })
+    this.syncing.add(synced)
+    synced.finally(() => this.syncing.delete(synced))
   }
 
   /**
@@ -161,6 +191,7 @@ export class SqliteUnitOfWork<S> {
         job.value = await job.fn(this.stores)
         job.ok = true
       }
+      this.opts.beforeCommit?.()
       this.stmt.commit.run()
       return true
     } catch {
@@ -196,6 +227,7 @@ export class SqliteUnitOfWork<S> {
           this.stmt.release.run()
         }
       }
+      this.opts.beforeCommit?.()
       this.stmt.commit.run()
       return true
     } catch (err) {

@@ -425,3 +425,30 @@ async function findMissing(source: Database, target: SQL, plan: TablePlan, resul
   }
   if (keys.length > 0) await check(keys)
 }
+
+/**
+ * Copies the replay entries a SQLite relay keeps in `replay.db` beside its database into the target's
+ * replay_log, so that a signature the old relay accepted is still refused by the new one. Entries
+ * already there are left as they are (expired ones go with the target's next prune). Returns how many
+ * were written.
+ */
+export async function copyReplayLog(replayPath: string, target: SQL, batchRows = DEFAULT_BATCH_ROWS): Promise<number> {
+  const { Database } = await import('bun:sqlite')
+  const { existsSync } = await import('node:fs')
+  if (!existsSync(replayPath)) return 0
+  const source = new Database(replayPath, { readonly: true, strict: true })
+  try {
+    source.run('PRAGMA busy_timeout = 5000')
+    const rows = source.query<{ signature: string; expires_at: number }, []>('SELECT signature, expires_at FROM replay_log ORDER BY id').all()
+    let written = 0
+    for (let i = 0; i < rows.length; i += batchRows) {
+      const batch = rows.slice(i, i + batchRows)
+      const values = batch.map((_, j) => `($${2 * j + 1}, $${2 * j + 2})`).join(', ')
+      const result = await target.unsafe(`INSERT INTO replay_log (signature, expires_at) VALUES ${values} ON CONFLICT (signature) DO NOTHING`, batch.flatMap((r) => [r.signature, r.expires_at]))
+      written += (result as { count?: number }).count ?? 0
+    }
+    return written
+  } finally {
+    source.close()
+  }
+}
