@@ -25,7 +25,7 @@ const t = await startTestRelay(
   { rateLimits: { sendPerMin: 8, pollPerMin: 20, requestsPerMin: 100 } },
   { fetch: (async () => new Response(null, { status: 204 })) as unknown as typeof fetch },
 )
-t.relay.features.realtime.dispatcher.setResolver(async () => [{ address: '93.184.216.34', family: 4 }])
+t.relay.features.webhooks.dispatcher.setResolver(async () => [{ address: '93.184.216.34', family: 4 }])
 const { url } = await t.relay.start()
 const clock = { now: () => t.clock.now(), advance: (ms: number) => t.clock.advance(ms) }
 

@@ -12,60 +12,32 @@ import { newRequestId } from './lib/ids.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
 import { RecentLog, recordingLogger } from './lib/recent-log.ts'
 import { TrafficLog } from './lib/traffic.ts'
-import { createMetrics, installMetrics } from './features/metrics.ts'
-import type { MetricsRegistry } from './metrics/registry.ts'
-import { installMessages } from './features/messages.ts'
-import { installBlobs } from './features/blobs.ts'
-import { createApp } from './http/app.ts'
-import { requestGuards } from './http/request-guards.ts'
+import { createMetrics, metricsFeature } from './features/metrics.ts'
+import { messagesFeature } from './features/messages.ts'
+import { blobsFeature } from './features/blobs.ts'
+import { discoveryFeature } from './features/discovery.ts'
+import { realtimeFeature } from './features/realtime.ts'
+import { webhooksFeature } from './features/webhooks.ts'
+import { agentsFeature } from './features/agents.ts'
+import { adminFeature } from './features/admin.ts'
+import { healthFeature } from './features/health.ts'
+import { consoleFeature, docsFeature } from './features/pages.ts'
+import type { DataPaths, Feature, FeatureContext } from './features/feature.ts'
+import { assertEveryRouteDeclaresAuth, createApp, normalizeHost } from './http/app.ts'
 import { errorResponse } from './http/errors.ts'
-import { stateOf } from './http/request-state.ts'
 import { PreAuthBudget, clientAddress, parseAddressList, setClientAddress } from './http/preauth.ts'
-import { pathOnly, pathStart } from './lib/url.ts'
-import { agentRoutes } from './http/routes/agents.ts'
-import { installDiscovery } from './features/discovery.ts'
-import { installRealtime } from './features/realtime.ts'
-import { docsRoutes } from './http/routes/docs.ts'
-import { healthRoutes } from './http/routes/health.ts'
-import { adminRoutes } from './http/routes/admin.ts'
-import { consoleRoutes } from './http/routes/console.ts'
-import { AdminService } from './services/admin.ts'
 import { Scheduler } from './jobs/scheduler.ts'
 import { AgentsService } from './services/agents.ts'
 import { Authenticator } from './services/authenticator.ts'
 import { AdmissionService, admissionOptions } from './services/admission.ts'
 import { HealthService } from './services/health.ts'
-import type { BlobStore, ConnectionRegistry, Signals, Storage } from './services/ports.ts'
+import type { BlobStore } from './services/ports.ts'
 import { VerifyPool } from './auth/verify-pool.ts'
 import { openStorage, openStorageAsync, type OpenedStorage } from './storage/open-storage.ts'
 import { openBlobStore } from './blobs/open-blob-store.ts'
 import { VERSION } from './version.ts'
 
-export interface FeatureContext {
-  config: Config
-  clock: Clock
-  logger: Logger
-  /** Every stored thing, behind the ports the services own (SQLite by default). */
-  storage: Storage
-  /** Committed messages and gone agents, to this relay's channels (and other instances in a cluster). */
-  signals: Signals
-  /** WebSockets per agent over every instance. */
-  connections: ConnectionRegistry
-  paths: ReturnType<typeof dataPaths>
-  scheduler: Scheduler
-  health: HealthService
-  agents: AgentsService
-  /** Operator admission: allowlist, agent cap, new-agent rate (relay admin allow/revoke act on it). */
-  admission: AdmissionService
-  authenticator: Authenticator
-  /** What unauthenticated requests and sockets may cost: rate per address, memory held. */
-  preauth: PreAuthBudget
-  fetch: typeof fetch
-  /** Counters, gauges and histograms for GET /metrics; names in src/metrics/catalog.ts. */
-  metrics: MetricsRegistry
-  /** Steps run in order by a graceful stop, after HTTP stops and jobs end, before storage closes. */
-  onStop: (() => void | Promise<void>)[]
-}
+export type { FeatureContext } from './features/feature.ts'
 
 export interface RelayDeps {
   clock?: Clock
@@ -92,12 +64,7 @@ export async function openRelay(config: Config, deps: RelayDeps = {}): Promise<R
   return createRelay(config, { ...deps, clock, logger, opened, blobStore })
 }
 
-/** How often a running relay looks for operator suspensions made by `relay admin` (docs/protocol.md §13: within 1 s). */
-const SUSPENSION_POLL_MS = 250
-/** Replay entries removed per prune run, so one run never holds the database for long. */
-const REPLAY_PRUNE_BATCH = 5000
-
-export function dataPaths(dataDir: string) {
+export function dataPaths(dataDir: string): DataPaths {
   return { dataDir, database: join(dataDir, 'relay.db'), blobs: join(dataDir, 'blobs'), tmp: join(dataDir, 'tmp') }
 }
 
@@ -143,38 +110,9 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   const trustedProxies = config.trustProxy ? parseAddressList(config.trustProxy, 'RELAY_TRUST_PROXY') : null
   const preauth = new PreAuthBudget({ ...config.preauth, addressPerMin: config.rateLimits.addressPerMin }, clock)
   const agents = new AgentsService(storage, clock, signals)
-  signals.onAgentGone((publicKey) => authenticator.forget(publicKey))
-
   const metrics = createMetrics(logger)
   const scheduler = new Scheduler(clock, logger, metrics.onJobRun, (job, fn) => storage.exclusive(job, fn))
-  scheduler.add('prune-replay-cache', config.sweepIntervalMs, async (now) => ({ removed: await storage.replay.prune(now, REPLAY_PRUNE_BATCH) }), { exclusive: true })
-
-  // operator changes written by another process (relay admin) or instance reach this relay here
-  let changesSeen = clock.now()
-  let watching = false
-  const watchSuspensions = async () => {
-    if (watching) return
-    watching = true
-    try {
-      await admission.refresh()
-      for (const row of await storage.agents.changedSince(changesSeen)) {
-        changesSeen = Math.max(changesSeen, row.updatedAt)
-        storage.agents.invalidate(row.publicKey)
-        if (row.status === 'suspended') signals.agentGone(row.publicKey, 'suspended')
-      }
-    } catch (err) {
-      logger.warn('reading operator changes failed', { error: String(err) })
-    } finally {
-      watching = false
-    }
-  }
-
   const health = new HealthService(clock, VERSION, startedAt)
-  health.component('database', () => storage.health())
-  health.component('jobs', () => ({ status: scheduler.hasFailures() ? 'degraded' : 'ok', ...scheduler.report() }))
-  health.component('preauth', () => ({ status: 'ok', held_bytes: preauth.heldBytes, limit_bytes: config.preauth.memoryBytes }))
-  health.readyCheck('database', () => storage.ready())
-  health.readyCheck('blob_store', () => blobStore.ready())
 
   /** What every feature module receives to build its repositories, services, routes and jobs. */
   const ctx: FeatureContext = {
@@ -185,99 +123,78 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     signals,
     connections,
     paths,
-    scheduler,
-    health,
     agents,
     admission,
     authenticator,
     preauth,
     fetch: deps.fetch ?? fetch,
     metrics: metrics.registry,
-    onStop: [],
   }
-  // Feature modules, one line each (see src/features/); real-time delivery hooks into messages.
-  const messages = installMessages(ctx)
-  const features = {
-    discovery: installDiscovery(ctx),
-    metrics: installMetrics(ctx),
-    messages,
-    blobs: installBlobs(ctx, { messages: messages.messages, store: blobStore }),
-    realtime: installRealtime(ctx, messages),
-  }
-
   // answers per minute over the last hour, for the operator's chart
   const traffic = new TrafficLog()
-  const admin = new AdminService({ storage, clock, agents, admission, recent: recentLog, traffic })
   const onRequestDone = (info: Parameters<typeof metrics.onRequestDone>[0]) => {
     metrics.onRequestDone(info)
     traffic.record(info.status, clock.now())
   }
-  const app = createApp({ config, clock, logger, authenticator, preauth, onRequestDone })
-    .use(requestGuards({ limiter: messages.rateLimiter, clock }))
-    .use(healthRoutes(health))
-    .use(docsRoutes(VERSION))
-    .use(agentRoutes(agents))
-    .use(features.discovery.routes)
-    .use(features.metrics.routes)
-    .use(features.messages.routes)
-    .use(features.blobs.routes)
-    .use(features.realtime.routes)
-    .use(adminRoutes(admin, (key) => admission.isAdmin(key)))
-    .use(consoleRoutes())
+  // The features, in the order their routes, event listeners and stop steps run (see src/features/).
+  const messages = messagesFeature(ctx)
+  const installed = [
+    healthFeature(ctx, { health, scheduler }),
+    docsFeature(),
+    agentsFeature(ctx),
+    discoveryFeature(ctx),
+    metricsFeature(ctx),
+    messages,
+    blobsFeature(ctx, { messages: messages.api, store: blobStore }),
+    webhooksFeature(ctx),
+    realtimeFeature(ctx, messages.api),
+    adminFeature(ctx, { recent: recentLog, traffic }),
+    consoleFeature(),
+  ] as const
+  type Installed = (typeof installed)[number]
+  const features = Object.fromEntries(installed.map((f) => [f.name, f.api])) as { [F in Installed as F['name']]: F['api'] }
+
+  let app = createApp({
+    authenticator,
+    preauth,
+    limiter: messages.api.rateLimiter,
+    clock,
+    isOperator: (key) => admission.isAdmin(key),
+    isKnownKey: async (key) => (await storage.agents.find(key))?.status === 'active',
+    bodyTimeoutMs: config.preauth.bodyTimeoutMs,
+    logger,
+    onRequestDone,
+  })
+  for (const feature of installed as readonly Feature[]) {
+    if (feature.routes) app = app.use(feature.routes)
+    for (const job of feature.jobs ?? []) scheduler.add(job.name, job.intervalMs, job.run, { exclusive: job.exclusive })
+    for (const [name, probe] of Object.entries(feature.probes ?? {})) health.component(name, probe)
+    for (const [name, check] of Object.entries(feature.readiness ?? {})) health.readyCheck(name, check)
+    const on = feature.on ?? {}
+    if (on.messageCommitted) signals.onMessage(on.messageCommitted)
+    if (on.messageInserting) messages.api.messages.onInsert(on.messageInserting)
+    if (on.agentGone) signals.onAgentGone(on.agentGone)
+    if (on.agentDeleting) agents.onDelete(on.agentDeleting)
+    if (on.agentSuspending) agents.onSuspend(on.agentSuspending)
+  }
+  assertEveryRouteDeclaresAuth(app)
 
   /**
    * One entry point for every HTTP request: Bun.serve and in-process tests both call it. `address` is
    * the client address for per-address limits; in-process callers have none.
    */
   async function handle(incoming: Request, address: string | null = null): Promise<Response> {
-    let request = incoming
     try {
-      request = normalizeHost(incoming)
+      const request = normalizeHost(incoming)
       setClientAddress(request, address)
-      // HEAD exists only for blobs (docs/protocol.md §6); elsewhere the framework would run the GET handler
-      // (a HEAD /v1/messages would mark messages delivered), so it is a wrong method: 404
-      if (request.method === 'HEAD' && !pathOnly(request.url).startsWith('/v1/blobs/')) {
-        return errorResponse(new RelayError('not_found', 'No such route'), newRequestId())
-      }
-      const response = await app.handle(request)
-      const replayCommitted = stateOf(request)?.replayCommitted
-      if (replayCommitted) {
-        try {
-          await replayCommitted
-        } catch (err) {
-          // the signature could not be recorded: the request may not count as answered (a locked database
-          // or a full disk says so in its own error; anything else is storage failing)
-          const known = err instanceof RelayError && (err.status === 503 || err.status === 507)
-          if (!known) logger.error('replay cache write failed', { error: String(err) })
-          const answer = known ? (err as RelayError) : new RelayError('service_unavailable', 'Storage is unavailable; retry later', null, { 'Retry-After': '5' })
-          return errorResponse(answer, stateOf(request)?.requestId ?? newRequestId())
-        }
-      }
-      return response
+      return await app.handle(request)
     } catch (err) {
       logger.error('request escaped the pipeline', { error: String(err), stack: (err as Error)?.stack })
       return errorResponse(new RelayError('internal_error', 'Internal error'), newRequestId())
-    } finally {
-      // whatever ended the request, its body no longer counts as unauthenticated
-      stateOf(request)?.hold?.release()
     }
   }
 
-  /**
-   * The router finds the path by searching for "/" from the 12th character of the URL, which a very
-   * short Host header (`Host: x`) defeats; such requests get a placeholder host. The path and query,
-   * which the signature covers, are unchanged.
-   */
-  function normalizeHost(request: Request): Request {
-    // HTTP/1.0 without a Host header (HAProxy's default health check): the runtime gives the bare path
-    if (request.url.startsWith('/')) return new Request('http://relay.invalid' + request.url, request)
-    const slash = pathStart(request.url)
-    if (slash < 0 || slash >= 11) return request
-    return new Request('http://relay.invalid' + request.url.slice(slash), request)
-  }
-
   let server: Server<any> | undefined
-  let suspensionTimer: ReturnType<typeof setInterval> | undefined
 
   async function start(): Promise<{ port: number; url: string; metricsUrl: string | null }> {
     server = Bun.serve({
@@ -300,7 +217,7 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
       },
     })
     scheduler.start()
-    suspensionTimer = setInterval(watchSuspensions, SUSPENSION_POLL_MS)
+    for (const feature of installed as readonly Feature[]) await feature.start?.()
     const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`
     const metricsUrl = await features.metrics.listen(url)
     return { port: server.port as number, url, metricsUrl }
@@ -311,11 +228,10 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
   async function stop(): Promise<void> {
     if (stopped) return
     stopped = true
-    clearInterval(suspensionTimer)
     await features.realtime.closeSockets()
     if (server) await server.stop(false)
     await scheduler.stop()
-    for (const step of ctx.onStop) await step()
+    for (const feature of installed as readonly Feature[]) await feature.stop?.()
     verifier.stop()
     await signals.close()
     await storage.close()
@@ -325,7 +241,9 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     ...ctx,
     ctx,
     features,
-    services: { agents, authenticator, admin },
+    scheduler,
+    health,
+    services: { agents, authenticator, admin: features.admin.admin },
     recentLog,
     /** The SQLite writer connection when storage is SQLite: for tests and tools, never for rules. */
     sqlite,
@@ -333,7 +251,8 @@ export function createRelay(config: Config, deps: RelayDeps = {}) {
     handle,
     start,
     stop,
-    watchSuspensions,
+    /** Reads operator changes made elsewhere now (tests; the admin feature does it every 250 ms). */
+    watchSuspensions: features.admin.watchOperatorChanges,
   }
 }
 

@@ -6,14 +6,14 @@
 import type { BlobStore } from '../services/ports.ts'
 import { blobRoutes } from '../http/routes/blobs.ts'
 import { METRICS } from '../metrics/catalog.ts'
-import type { FeatureContext } from '../relay.ts'
+import { defineFeature, type FeatureContext } from './feature.ts'
 import { BlobSweeper } from '../services/blobs-sweep.ts'
 import { BlobsService } from '../services/blobs.ts'
-import type { MessagesService } from '../services/messages.ts'
+import type { MessagesApi } from './messages.ts'
 
 export const SWEEP_BLOBS_JOB = 'sweep-blobs'
 
-export function installBlobs(ctx: FeatureContext, deps: { messages: MessagesService; store: BlobStore }) {
+export function blobsFeature(ctx: FeatureContext, deps: { messages: MessagesApi; store: BlobStore }) {
   const { config, paths, logger } = ctx
   const { store } = deps
   const storage = ctx.storage
@@ -29,12 +29,7 @@ export function installBlobs(ctx: FeatureContext, deps: { messages: MessagesServ
     onRecordRemoved: (hash) => sweeper.noteRemoved(hash),
     admits: (key) => ctx.admission.mayUse(key),
   })
-  deps.messages.setAttachmentResolver(blobs.resolveAttachments)
-  deps.messages.onInsert(blobs.linkAttachments)
-  // an agent deleted: its blobs that no unexpired message references go with it (docs/protocol.md §2.2)
-  ctx.agents.onDelete(async (tx, publicKey, now) => {
-    for (const hash of await tx.blobs.removeOwnedUnreferenced(publicKey, now)) sweeper.noteRemoved(hash)
-  })
+  deps.messages.messages.setAttachmentResolver(blobs.resolveAttachments)
 
   // staging first, synchronously, before any upload can start; the comparison may take a while on a
   // large store and runs alongside (uploads claim what they place)
@@ -42,18 +37,29 @@ export function installBlobs(ctx: FeatureContext, deps: { messages: MessagesServ
     logger.error('blob start-up cleanup failed', { error: String(err) })
     return { temp_files: 0, files_removed: 0 }
   })
-  ctx.onStop.push(() => startupCleanup.then(() => {}))
-  ctx.scheduler.add(SWEEP_BLOBS_JOB, config.sweepIntervalMs, (now) => sweeper.runOnce(now), { exclusive: true })
 
-  ctx.health.component('blob_store', async () => {
-    const stored = await storage.blobs.storedContents()
-    const free = await store.freeBytes()
-    // degraded once the disk cannot take one more blob of the largest size
-    const status = free !== null && free < config.blobs.maxSizeBytes ? 'degraded' : 'ok'
-    return { status, kind: store.kind, bytes: stored.bytes, files: stored.files, free_bytes: free, uploads_in_flight: store.inFlight, unverified_bytes: store.unverifiedBytes }
+  return defineFeature({
+    name: 'blobs',
+    routes: blobRoutes(blobs),
+    jobs: [{ name: SWEEP_BLOBS_JOB, intervalMs: config.sweepIntervalMs, exclusive: true, run: (now) => sweeper.runOnce(now) }],
+    probes: {
+      blob_store: async () => {
+        const stored = await storage.blobs.storedContents()
+        const free = await store.freeBytes()
+        // degraded once the disk cannot take one more blob of the largest size
+        const status = free !== null && free < config.blobs.maxSizeBytes ? 'degraded' : 'ok'
+        return { status, kind: store.kind, bytes: stored.bytes, files: stored.files, free_bytes: free, uploads_in_flight: store.inFlight, unverified_bytes: store.unverifiedBytes }
+      },
+    },
+    readiness: { blob_store: () => store.ready() },
+    on: {
+      messageInserting: blobs.linkAttachments,
+      // an agent deleted: its blobs that no unexpired message references go with it (docs/protocol.md §2.2)
+      agentDeleting: async (tx, publicKey, now) => {
+        for (const hash of await tx.blobs.removeOwnedUnreferenced(publicKey, now)) sweeper.noteRemoved(hash)
+      },
+    },
+    stop: () => startupCleanup.then(() => {}),
+    api: { blobs, store, sweeper, startupCleanup },
   })
-
-  return { routes: blobRoutes(blobs, ctx.authenticator), blobs, store, sweeper, startupCleanup }
 }
-
-export type BlobsFeature = ReturnType<typeof installBlobs>

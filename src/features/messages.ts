@@ -5,7 +5,7 @@
 import { Elysia } from 'elysia'
 import { aclRoutes } from '../http/routes/acl.ts'
 import { messageRoutes } from '../http/routes/messages.ts'
-import type { FeatureContext } from '../relay.ts'
+import { defineFeature, type FeatureContext } from './feature.ts'
 import { AclService } from '../services/acl.ts'
 import { MessagesService } from '../services/messages.ts'
 import { MessageSweeper } from '../services/messages-sweep.ts'
@@ -13,7 +13,7 @@ import { RateLimiter } from '../services/rate-limiter.ts'
 
 export const EXPIRE_MESSAGES_JOB = 'expire-messages'
 
-export function installMessages(ctx: FeatureContext) {
+export function messagesFeature(ctx: FeatureContext) {
   const { config, clock, storage } = ctx
   const rateLimiter = new RateLimiter(
     { send: config.rateLimits.sendPerMin, poll: config.rateLimits.pollPerMin, request: config.rateLimits.requestsPerMin },
@@ -30,18 +30,26 @@ export function installMessages(ctx: FeatureContext) {
     requireEncryption: config.messages.requireEncryption,
   })
   const sweeper = new MessageSweeper(storage, config.messages.expiredRetentionMs)
-  ctx.scheduler.add(EXPIRE_MESSAGES_JOB, config.sweepIntervalMs, async (now) => {
-    const result = await sweeper.runOnce(now)
-    return { ...result, rate_limit_agents_dropped: await rateLimiter.prune(now) }
-  }, { exclusive: true })
-  // an agent deleted: its ACL entries and the messages addressed to it go (docs/protocol.md §2.2)
-  ctx.agents.onDelete(async (tx, publicKey) => {
-    await tx.acl.removeOwnedBy(publicKey)
-    await tx.messages.removeAddressedTo(publicKey)
+  return defineFeature({
+    name: 'messages',
+    routes: new Elysia({ name: 'feature-messages' }).use(messageRoutes(messages)).use(aclRoutes(acl)),
+    jobs: [
+      {
+        name: EXPIRE_MESSAGES_JOB,
+        intervalMs: config.sweepIntervalMs,
+        exclusive: true,
+        run: async (now) => ({ ...(await sweeper.runOnce(now)), rate_limit_agents_dropped: await rateLimiter.prune(now) }),
+      },
+    ],
+    on: {
+      // an agent deleted: its ACL entries and the messages addressed to it go (docs/protocol.md §2.2)
+      agentDeleting: async (tx, publicKey) => {
+        await tx.acl.removeOwnedBy(publicKey)
+        await tx.messages.removeAddressedTo(publicKey)
+      },
+    },
+    api: { messages, acl, rateLimiter, sweeper },
   })
-
-  const routes = new Elysia({ name: 'feature-messages' }).use(messageRoutes(messages)).use(aclRoutes(acl))
-  return { routes, messages, acl, rateLimiter, sweeper }
 }
 
-export type MessagesFeature = ReturnType<typeof installMessages>
+export type MessagesApi = ReturnType<typeof messagesFeature>['api']

@@ -8,11 +8,12 @@
  */
 import { readdirSync } from 'node:fs'
 import { Elysia } from 'elysia'
+import { routeAuth } from '../http/route-auth.ts'
 import type { Server } from 'bun'
 import type { Logger } from '../lib/logger.ts'
 import { METRICS } from '../metrics/catalog.ts'
 import { CONTENT_TYPE, MetricsRegistry } from '../metrics/registry.ts'
-import type { FeatureContext } from '../relay.ts'
+import { defineFeature, type FeatureContext } from './feature.ts'
 import type { RelayFigures } from '../services/ports.ts'
 import { VERSION } from '../version.ts'
 
@@ -41,7 +42,7 @@ export function createMetrics(logger: Logger) {
   }
 }
 
-export function installMetrics(ctx: FeatureContext) {
+export function metricsFeature(ctx: FeatureContext) {
   const { metrics, config, clock, logger } = ctx
   const startedAtSeconds = clock.now() / 1000
 
@@ -90,42 +91,46 @@ export function installMetrics(ctx: FeatureContext) {
   metrics.gauge({ ...METRICS.databaseBytes, collect: () => figures?.database.size_bytes ?? 0 })
   metrics.gauge({ ...METRICS.walBytes, collect: () => figures?.database.wal_bytes ?? 0 })
 
-  // events
   const sent = metrics.counter(METRICS.messagesSent)
-  ctx.signals.onMessage((_message, origin) => {
-    if (origin === 'local') sent.inc()
-  })
 
   const respond = async () => {
     await refresh()
     return new Response(metrics.expose(), { headers: { 'content-type': CONTENT_TYPE } })
   }
   const onMainPort = config.metrics.enabled && !config.metrics.addr
-  const routes = new Elysia({ name: 'routes-metrics' })
-  if (onMainPort) routes.get('/metrics', respond, { detail: { hide: true } })
+  const routes = new Elysia({ name: 'routes-metrics' }).use(routeAuth)
+  if (onMainPort) routes.get('/metrics', respond, { auth: 'public', detail: { hide: true } })
 
   let server: Server<unknown> | undefined
-  return {
+  return defineFeature({
+    name: 'metrics',
     routes,
-    metrics,
-    /** Starts the separate listener when `metrics.addr` is set; returns where /metrics is served. */
-    async listen(mainUrl: string): Promise<string | null> {
-      const addr = config.metrics.addr
-      if (!addr) return onMainPort ? `${mainUrl}/metrics` : null
-      server = Bun.serve({
-        hostname: addr.host,
-        port: addr.port,
-        fetch: (req) => {
-          const path = new URL(req.url).pathname
-          if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) return respond()
-          return new Response('not found\n', { status: 404 })
-        },
-      })
-      ctx.onStop.push(() => server?.stop(true))
-      const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host
-      const url = `http://${host}:${server.port}/metrics`
-      logger.debug('metrics listener started', { url })
-      return url
+    on: {
+      messageCommitted: (_message, origin) => {
+        if (origin === 'local') sent.inc()
+      },
     },
-  }
+    stop: () => server?.stop(true),
+    api: {
+      metrics,
+      /** Starts the separate listener when `metrics.addr` is set; returns where /metrics is served. */
+      async listen(mainUrl: string): Promise<string | null> {
+        const addr = config.metrics.addr
+        if (!addr) return onMainPort ? `${mainUrl}/metrics` : null
+        server = Bun.serve({
+          hostname: addr.host,
+          port: addr.port,
+          fetch: (req) => {
+            const path = new URL(req.url).pathname
+            if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) return respond()
+            return new Response('not found\n', { status: 404 })
+          },
+        })
+        const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host
+        const url = `http://${host}:${server.port}/metrics`
+        logger.debug('metrics listener started', { url })
+        return url
+      },
+    },
+  })
 }

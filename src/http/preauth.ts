@@ -22,14 +22,16 @@ const BUSY_RETRY_AFTER_S = 1
 /** Idle address buckets are dropped once this many are tracked (a full bucket carries no state). */
 const PRUNE_AT = 50_000
 
-const clientAddresses = new WeakMap<Request, string>()
+/** The request carries the address its server saw (Bun.serve knows it; in-process callers have none). */
+const CLIENT_ADDRESS = Symbol('client-address')
+type Addressed = Request & { [CLIENT_ADDRESS]?: string | null }
 
-/** Remembers the client address of a request (Bun.serve knows it; in-process callers have none). */
+/** Stamps the client address on a request, for the pipeline's first step and the socket hub. */
 export const setClientAddress = (request: Request, address: string | null): void => {
-  if (address) clientAddresses.set(request, address)
+  ;(request as Addressed)[CLIENT_ADDRESS] = address
 }
 /** The client address of a request, or null when it came from an in-process caller. */
-export const clientAddressOf = (request: Request): string | null => clientAddresses.get(request) ?? null
+export const clientAddressOf = (request: Request): string | null => (request as Addressed)[CLIENT_ADDRESS] ?? null
 
 // which client a request counts against (proxies, exemptions, IPv6 prefixes): lib/address-key.ts
 export { addressKey, clientAddress, parseAddressList } from '../lib/address-key.ts'
@@ -43,6 +45,21 @@ export { addressKey, clientAddress, parseAddressList } from '../lib/address-key.
  */
 export type HoldKind = 'body' | 'socket'
 
+/**
+ * Who is asking: a request whose signature headers name a key that already has an agent record may use
+ * the reserve (the signature is not checked yet, so the reserve is shared by all such requests and
+ * bounded per address like the rest); everyone else, strangers, may not.
+ */
+export type Claimant = 'known' | 'stranger'
+
+/**
+ * The part of the memory budget only requests naming a known key may use: a flood of strangers fills
+ * the rest and is refused, while the agents already registered keep a quarter of the budget.
+ */
+const KNOWN_RESERVE_FRACTION = 0.25
+/** An address may always hold this much, however many addresses share the budget (one small body). */
+const FAIR_SHARE_FLOOR_BYTES = 64 * 1024
+
 /** Bytes held for one unauthenticated request or socket; grows as it buffers, released once. */
 export class PreAuthHold {
   private bytes = 0
@@ -53,6 +70,7 @@ export class PreAuthHold {
     private readonly budget: PreAuthBudget,
     readonly address: string | null,
     readonly kind: HoldKind,
+    readonly claimant: Claimant,
   ) {
     this.key = address === null ? null : `${kind} ${address}`
   }
@@ -60,8 +78,13 @@ export class PreAuthHold {
   /** Holds `n` more bytes, or throws 429 (this address) / 503 (the relay) and holds nothing more. */
   take(n: number): void {
     if (this.released) throw new Error('pre-auth hold used after release')
-    this.budget.take(this.key, this.kind, n)
+    this.budget.take(this.key, this.kind, n, this.claimant)
     this.bytes += n
+  }
+
+  /** Bytes held now. */
+  get heldBytes(): number {
+    return this.bytes
   }
 
   release(): void {
@@ -76,6 +99,8 @@ export class PreAuthBudget {
   private total = 0
   private sockets = 0
   private readonly perAddress = new Map<string, number>()
+  /** Addresses holding some bytes for request bodies (the fair share divides among them). */
+  private bodyHolders = 0
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
 
   constructor(
@@ -84,8 +109,8 @@ export class PreAuthBudget {
   ) {}
 
   /** A hold for one request or socket from `address` (null: an in-process caller, counted globally only). */
-  open(address: string | null, kind: HoldKind = 'body'): PreAuthHold {
-    return new PreAuthHold(this, address, kind)
+  open(address: string | null, kind: HoldKind = 'body', claimant: Claimant = 'stranger'): PreAuthHold {
+    return new PreAuthHold(this, address, kind, claimant)
   }
 
   /** Bytes held right now (health, tests). */
@@ -128,24 +153,35 @@ export class PreAuthBudget {
     )
   }
 
-  /** @internal PreAuthHold.take; `key` is the hold's kind and address. */
-  take(key: string | null, kind: HoldKind, n: number): void {
+  /**
+   * @internal PreAuthHold.take; `key` is the hold's kind and address. Refused (nothing taken) when the
+   * address would pass its cap or its fair share — the budget strangers may use, divided by the
+   * addresses holding some of it, never under FAIR_SHARE_FLOOR_BYTES — or when the relay would pass
+   * its budget (strangers: all but the known keys' reserve).
+   */
+  take(key: string | null, kind: HoldKind, n: number, claimant: Claimant = 'stranger'): void {
     const { memoryBytes, memoryPerAddressBytes } = this.limits
     const mine = key === null ? 0 : (this.perAddress.get(key) ?? 0)
-    if (key !== null && memoryPerAddressBytes > 0 && mine + n > memoryPerAddressBytes) {
+    // the reserve is for request bodies; handshakes have their own half of the budget
+    const open = memoryBytes <= 0 ? Infinity : kind === 'body' && claimant === 'stranger' ? memoryBytes * (1 - KNOWN_RESERVE_FRACTION) : memoryBytes
+    const fairShare = kind === 'body' ? Math.max(FAIR_SHARE_FLOOR_BYTES, open / (this.bodyHolders + (mine === 0 ? 1 : 0))) : Infinity
+    const perAddress = Math.min(memoryPerAddressBytes > 0 ? memoryPerAddressBytes : Infinity, fairShare)
+    if (key !== null && mine + n > perAddress) {
       throw new RelayError(
         'rate_limit_exceeded',
         'Too many unauthenticated requests in progress from your address; retry shortly',
-        { limit_bytes: memoryPerAddressBytes, retry_after: BUSY_RETRY_AFTER_S },
+        { limit_bytes: Math.floor(perAddress), retry_after: BUSY_RETRY_AFTER_S },
         { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
       )
     }
-    if (memoryBytes > 0 && (this.total + n > memoryBytes || (kind === 'socket' && this.sockets + n > memoryBytes / 2))) {
+    if (memoryBytes > 0 && (this.total + n > open || (kind === 'socket' && this.sockets + n > memoryBytes / 2))) {
       throw new RelayError('service_unavailable', 'The relay is busy; retry shortly', { retry_after: BUSY_RETRY_AFTER_S }, { 'Retry-After': String(BUSY_RETRY_AFTER_S) })
     }
     this.total += n
     if (kind === 'socket') this.sockets += n
-    if (key !== null) this.perAddress.set(key, mine + n)
+    if (key === null || n === 0) return
+    if (mine === 0 && kind === 'body') this.bodyHolders++
+    this.perAddress.set(key, mine + n)
   }
 
   /** @internal PreAuthHold.release */
@@ -155,7 +191,7 @@ export class PreAuthBudget {
     if (key === null) return
     const left = (this.perAddress.get(key) ?? 0) - n
     if (left > 0) this.perAddress.set(key, left)
-    else this.perAddress.delete(key)
+    else if (this.perAddress.delete(key) && kind === 'body') this.bodyHolders--
   }
 
   private prune(now: number, ratePerMs: number): void {

@@ -3,20 +3,17 @@
  * inbox kept by the WebSocket, and the local side of files (uploads from a path, downloads to a path).
  * Shared by every MCP session of one `relay mcp` process; the key never leaves it.
  */
-import { mkdir, stat } from 'node:fs/promises'
-import { homedir } from 'node:os'
-import { basename, dirname, join, resolve } from 'node:path'
+import { basename } from 'node:path'
 import { guessContentType } from '../cli/commands/transfer.ts'
 import { RelayClient, type AttachmentInput, type BlobJson, type DownloadedFile, type FetchLike, type KeyPair, type MessageJson } from '../client/index.ts'
+import { FilePolicy, sanitizeFileName } from './file-policy.ts'
 import { PendingInbox, type InboxOptions } from './inbox.ts'
 
 export interface BridgeOptions {
   relayUrl: string
   keys: KeyPair
-  /** Where downloads go when no path is given. */
-  downloadDir: string
-  /** Relative paths in tool arguments are resolved against it. */
-  cwd: string
+  /** Which local files the tools may read and write (--files, --allow-overwrite). */
+  files: FilePolicy
   inbox?: InboxOptions
   fetch?: FetchLike
   /** Wall clock for signatures and expiry (tests pass the relay's fake clock). */
@@ -76,37 +73,40 @@ export class Bridge {
     return this.client.getMessage(messageId)
   }
 
-  /** A path from a tool argument: `~` is the home directory, a relative path is relative to the bridge's directory. */
-  resolvePath(path: string): string {
-    if (path === '~' || path.startsWith('~/')) return join(homedir(), path.slice(1))
-    return resolve(this.opts.cwd, path)
+  get files(): FilePolicy {
+    return this.opts.files
   }
 
-  /** Uploads a local file; the signature covers its SHA-256, so it is read twice, never held in memory. */
+  /** Uploads a local file the policy allows; the signature covers its SHA-256, so it is read twice, never held in memory. */
   async upload(path: string, contentType?: string): Promise<BlobJson & { path: string }> {
-    const file = this.resolvePath(path)
-    let info
-    try {
-      info = await stat(file)
-    } catch (err) {
-      throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`)
-    }
-    if (!info.isFile()) throw new Error(`${file} is not a regular file`)
+    const file = await this.opts.files.readable(path)
     const blob = await this.client.uploadBlob(file, { contentType: contentType ?? guessContentType(file) })
     return { ...blob, path: file }
   }
 
   /**
-   * Downloads a blob to `path` (a file, or a directory to put it in; default: the download directory),
-   * checked against its SHA-256 before it is renamed into place.
+   * The name another agent gave a blob, from the attachments of a pending message (or of `messageId`);
+   * undefined when no message at hand names it.
    */
-  async download(blobId: string, path: string | undefined, overwrite = false): Promise<DownloadedFile> {
-    let target = path === undefined ? join(this.opts.downloadDir, blobId) : this.resolvePath(path)
-    const existing = await stat(target).catch(() => null)
-    if (existing?.isDirectory()) target = join(target, blobId)
-    else if (existing && !overwrite) throw new Error(`${target} already exists: give another path, or overwrite: true`)
-    await mkdir(dirname(target), { recursive: true })
-    return this.client.downloadToFile(blobId, target, { overwrite })
+  async attachmentName(blobId: string, messageId?: string): Promise<string | undefined> {
+    const named = (m: MessageJson | undefined) => m?.attachments?.find((a) => a.blob_id === blobId)?.filename
+    if (messageId !== undefined) return named(await this.readMessage(messageId))
+    for (const m of this.inbox.list({ limit: Number.MAX_SAFE_INTEGER }).messages) {
+      const name = named(m)
+      if (name !== undefined) return name
+    }
+    return undefined
+  }
+
+  /**
+   * Downloads a blob to `path` (a file, or a directory to put it in; default: the first files
+   * directory) under the sender's file name, sanitised, checked against its SHA-256 before it is
+   * renamed into place. The policy decides where it may go and whether a file may be replaced.
+   */
+  async download(blobId: string, path: string | undefined, opts: { overwrite?: boolean; messageId?: string } = {}): Promise<DownloadedFile> {
+    const name = sanitizeFileName(await this.attachmentName(blobId, opts.messageId), blobId)
+    const { target, replaces } = await this.opts.files.writable(path, name, opts.overwrite ?? false)
+    return this.client.downloadToFile(blobId, target, { overwrite: replaces })
   }
 
   /** Attachments for a send: blob ids as they are, local files uploaded first (named after the file). */

@@ -282,6 +282,11 @@ export class PendingInbox {
   }
 
   private connected(socket: RelaySocket, log: (line: string) => void): void {
+    // closed while this socket was still connecting: the listen loop only hears of aborts after this
+    if (this.stop.signal.aborted) {
+      socket.close(1000, 'done')
+      return
+    }
     const generation = ++this.generation
     this.socket = socket
     this.synced = false

@@ -3,8 +3,7 @@
  * Hosts that subscribe to relay://inbox get notifications/resources/updated when a message arrives —
  * a hint to look, never the message itself: the inbox, and the relay behind it, hold the truth.
  */
-import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
+import { ResourceTemplate, type McpServer, type ReadResourceResult } from '@modelcontextprotocol/server'
 import type { MessageJson } from '../client/index.ts'
 import type { Bridge } from './bridge.ts'
 

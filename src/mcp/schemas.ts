@@ -6,16 +6,24 @@
 import { z } from 'zod'
 
 export const PublicKey = z.string().regex(/^[A-Za-z0-9_-]{43}$/).describe("an agent's public key: 43 characters of unpadded base64url")
-export const MessageId = z.string().min(1).max(128).describe('a message id, msg_…')
+export const MessageId = z.string().min(1).max(128).describe('a message id: msg_<unix seconds>_<12 hex>')
+/** A capability tag as the relay takes it: 1–64 of A–Z a–z 0–9 _ : . - (stored lower-cased). */
+export const Tag = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_:.-]+$/)
+  .describe('a capability tag: 1–64 characters of letters, digits, _ : . - (the relay stores it lower-cased)')
+export const ThreadId = z.string().min(1).max(128).describe('a thread id of your choosing (at most 128 characters); replies inherit it')
 export const BlobId = z.string().min(1).max(64).describe('a blob id, blob_…')
 export const DateTime = z.string().describe('RFC 3339 time')
 export const Cursor = z.string().max(1024).describe('next_cursor of the previous page')
 
 export const Capability = z.object({
-  name: z.string().min(1).max(128),
+  name: z.string().min(1).max(128).describe('unique among your capabilities, 1–128 characters'),
   description: z.string().max(2000).optional(),
-  tags: z.array(z.string().min(1).max(64)).max(20).optional(),
-  input_schema: z.record(z.string(), z.unknown()).optional(),
+  tags: z.array(Tag).max(20).optional().describe('at most 20 tags'),
+  input_schema: z.record(z.string(), z.unknown()).optional().describe('a JSON Schema object (at most 16 KiB)'),
   version: z.string().max(64).optional(),
 })
 
@@ -103,9 +111,9 @@ export const AttachmentSpec = z.union([
     path: z.string().min(1).max(4096).optional().describe('a local file to upload'),
     filename: z.string().max(255).optional().describe('the name the recipient sees (default: the file name of path)'),
     content_type: z.string().max(255).optional().describe('content type of an uploaded file (default: from its name)'),
-    encrypted: z.boolean().optional(),
-    dek_enc: z.string().max(4096).optional(),
-    dek_ct: z.string().max(4096).optional(),
+    encrypted: z.boolean().optional().describe('true when the blob holds ciphertext the recipient decrypts (the relay never reads it)'),
+    dek_enc: z.string().max(4096).optional().describe('end-to-end encryption: the data key sealed to the recipient (at most 4 KiB)'),
+    dek_ct: z.string().max(4096).optional().describe('end-to-end encryption: the data key ciphertext parameters (at most 4 KiB)'),
   }),
 ])
 
@@ -131,7 +139,7 @@ export const SendResult = z.object({
 /** Fields shared by relay_send and relay_reply. */
 export const MessageFields = {
   body: z.unknown().optional().describe('the message body: any JSON (at most 1 MiB)'),
-  text: z.string().optional().describe('shorthand for the body {"text": TEXT}'),
+  text: z.string().max(1_000_000).optional().describe('shorthand for the body {"text": TEXT}'),
   content_type: z.string().max(255).optional().describe('content type of the body (default application/json)'),
   expires_in: z.number().int().min(1).max(2_592_000).optional().describe('lifetime in seconds (default 604800 = 7 days)'),
   metadata: z.record(z.string(), z.unknown()).optional().describe('a JSON object (at most 16 KiB)'),

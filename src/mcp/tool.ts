@@ -4,13 +4,11 @@
  * text; a failure is a result with isError — the relay's code and message when the relay refused, the
  * relay's URL when it could not be reached — never a protocol error or a stack trace.
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
-import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js'
+import type { CallToolResult, McpServer, ServerContext, ToolAnnotations } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import { NotARelayError, RelayApiError, RelayConnectionError } from '../client/index.ts'
 
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>
+export type ToolExtra = ServerContext
 
 /** Reads the relay and changes nothing. */
 export const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false }
@@ -40,7 +38,13 @@ export function defineTool<I extends z.ZodRawShape, O extends z.ZodRawShape>(ser
   }
   server.registerTool(
     name,
-    { title: spec.title, description: spec.description, inputSchema: spec.input, outputSchema: spec.output, annotations: { title: spec.title, ...spec.annotations } },
+    {
+      title: spec.title,
+      description: spec.description,
+      inputSchema: z.object(spec.input),
+      outputSchema: z.object(spec.output),
+      annotations: { title: spec.title, ...spec.annotations },
+    },
     handler as never,
   )
 }

@@ -6,7 +6,7 @@
  * dropped by `prune`. A limit of 0 means unlimited and keeps no state at all.
  *
  * Kinds: `send` is shared by POST /v1/messages and WebSocket `send` frames; `poll` is GET /v1/messages;
- * `request` is every other authenticated HTTP request (the general limit, see http/request-guards.ts).
+ * `request` is every other authenticated HTTP request (the general limit, see http/pipeline.ts).
  */
 import { RelayError } from '../errors.ts'
 import { SlidingWindowCounters } from '../lib/sliding-window.ts'

@@ -74,7 +74,7 @@ describe('a message sent over HTTP', () => {
     const thread = await (await alice.transport.send('GET', '/v1/messages/threads/exact')).text()
     expect(thread).toContain(member('body', BODY))
     // the webhook has delivered it by now
-    await t.relay.features.realtime.dispatcher.whenIdle()
+    await t.relay.features.webhooks.dispatcher.whenIdle()
     const poll = await (await bob.transport.send('GET', '/v1/messages?status=delivered')).text()
     expect(poll).toContain(member('body', BODY))
     expect(poll).toContain(member('metadata', METADATA))
@@ -82,7 +82,7 @@ describe('a message sent over HTTP', () => {
   })
 
   test('in the webhook payload, whose HMAC covers exactly those bytes', async () => {
-    await t.relay.features.realtime.dispatcher.whenIdle()
+    await t.relay.features.webhooks.dispatcher.whenIdle()
     const got = await until(() => rx.received.find((r) => r.raw.includes(id)), 3000, 'the delivery')
     expect(got.raw).toContain(member('body', BODY))
     expect(got.raw).toContain(member('metadata', METADATA))

@@ -51,7 +51,7 @@ describe('webhook attempts', () => {
       await bob.setWebhook(rx.url, randomBytes(32).toString('base64url'))
       rx.answer(500)
       await alice.send(msg(bob))
-      const dispatcher = t.relay.features.realtime.dispatcher
+      const dispatcher = t.relay.features.webhooks.dispatcher
       await dispatcher.whenIdle()
       const warn = lines.find((l) => l.msg === 'webhook attempt failed')
       expect(warn).toMatchObject({ level: 'warn', outcome: 'http_error', status: 500, error: 'HTTP 500' })
@@ -73,9 +73,9 @@ describe('webhook attempts', () => {
     try {
       const [alice, bob] = [strict.client(), strict.client()]
       await bob.setWebhook('https://hook.example/in', randomBytes(32).toString('base64url'))
-      strict.relay.features.realtime.dispatcher.setResolver(async () => [{ address: '10.0.0.7', family: 4 }])
+      strict.relay.features.webhooks.dispatcher.setResolver(async () => [{ address: '10.0.0.7', family: 4 }])
       await alice.send(msg(bob))
-      await strict.relay.features.realtime.dispatcher.whenIdle()
+      await strict.relay.features.webhooks.dispatcher.whenIdle()
       const warn = lines.find((l) => l.msg === 'webhook attempt failed' && l.outcome === 'refused')
       expect(warn.error).toContain('10.0.0.7, a private address')
       expect(warn.error).toContain('RELAY_WEBHOOK_ALLOW_PRIVATE_TARGETS=true')

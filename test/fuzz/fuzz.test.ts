@@ -27,7 +27,7 @@ beforeAll(async () => {
   console.log(`fuzz seed ${SEED} (replay with FUZZ_SEED=${SEED})`)
   // webhooks go nowhere: every name resolves to a public address and every POST is answered 204
   t = await startTestRelay(LIMITS, { fetch: (async () => new Response(null, { status: 204 })) as unknown as typeof fetch })
-  t.relay.features.realtime.dispatcher.setResolver(async () => [{ address: '93.184.216.34', family: 4 }])
+  t.relay.features.webhooks.dispatcher.setResolver(async () => [{ address: '93.184.216.34', family: 4 }])
   ;({ url } = await t.relay.start())
 })
 afterAll(() => t.close())

@@ -7,6 +7,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttpTransport } from '@modelcontextprotocol/client'
+import { StdioClientTransport as ModernStdioTransport } from '@modelcontextprotocol/client/stdio'
 import { spawn } from 'bun'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -57,13 +59,16 @@ export interface Bridge {
   close(): Promise<void>
 }
 
+/** The test's directory is the files directory, unless the test chooses its own. */
+const filesArgs = (opts: { cwd: string; args?: string[] }) => (opts.args?.includes('--files') ? [] : ['--files', opts.cwd])
+
 /** `relay mcp` over stdio, as a host starts it: command, args, env. */
 export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<Bridge> {
   const command = await relayBinary()
   const transport = new StdioClientTransport({
     command,
-    args: ['mcp', ...(opts.args ?? [])],
-    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile },
+    args: ['mcp', ...filesArgs(opts), ...(opts.args ?? [])],
+    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile, XDG_DATA_HOME: join(opts.cwd, '.xdg') },
     cwd: opts.cwd,
     stderr: 'pipe',
   })
@@ -90,17 +95,19 @@ async function connect(transport: Transport, stderr: () => string): Promise<Brid
 
 export interface HttpBridge {
   url: string
+  /** The bearer token the bridge printed (or was given). */
+  token: string
   stderr: () => string
   connect(): Promise<Bridge>
   stop(): Promise<number>
 }
 
 /** `relay mcp --http 127.0.0.1:0`: waits for the line that names the URL. */
-export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<HttpBridge> {
+export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; token?: string; env?: Record<string, string> }): Promise<HttpBridge> {
   const command = await relayBinary()
-  const proc = spawn([command, 'mcp', '--http', '127.0.0.1:0', '--relay', opts.relayUrl, '--key', opts.agent.keyFile, ...(opts.args ?? [])], {
+  const proc = spawn([command, 'mcp', '--http', '127.0.0.1:0', '--relay', opts.relayUrl, '--key', opts.agent.keyFile, ...filesArgs(opts), ...(opts.args ?? [])], {
     cwd: opts.cwd,
-    env: { PATH: process.env.PATH ?? '' },
+    env: { PATH: process.env.PATH ?? '', XDG_DATA_HOME: join(opts.cwd, '.xdg'), ...opts.env },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
@@ -124,10 +131,13 @@ export async function httpBridge(opts: { relayUrl: string; agent: Agent; cwd: st
       throw new Error(`relay mcp --http did not listen within 15 s: ${err}`)
     }),
   ])
+  const token = /bearer token: (\S+)/.exec(err)?.[1] ?? opts.token
+  if (!token) throw new Error(`relay mcp --http printed no bearer token: ${err}`)
   return {
     url,
+    token,
     stderr: () => err,
-    connect: () => connect(new StreamableHTTPClientTransport(new URL(url)), () => err),
+    connect: () => connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }), () => err),
     async stop() {
       proc.kill('SIGTERM')
       return proc.exited
@@ -159,4 +169,51 @@ export async function untilPending(b: Bridge, count: number, timeoutMs = 15_000)
     if (Date.now() > deadline) throw new Error(`expected ${count} pending messages, have ${inbox.pending_count}`)
     await Bun.sleep(50)
   }
+}
+
+/**
+ * The same bridge driven by the 2.x client in its 2026-07-28 mode (pinned: no handshake, no session,
+ * the version in every request's _meta): over stdio, or over HTTP with the bridge's token.
+ */
+export interface ModernBridge {
+  client: ModernClient
+  stderr: () => string
+  era: () => string | undefined
+  protocolVersion: () => string | undefined
+  close(): Promise<void>
+}
+
+const MODERN = { versionNegotiation: { mode: { pin: '2026-07-28' } } } as const
+
+async function connectModern(transport: ModernStdioTransport | ModernHttpTransport, stderr: () => string): Promise<ModernBridge> {
+  const client = new ModernClient({ name: 'relay-test-host-2026', version: '1.0.0' }, MODERN as never)
+  try {
+    await client.connect(transport)
+  } catch (err) {
+    throw new Error(`cannot connect to relay mcp (2026-07-28): ${(err as Error).message}\n${stderr()}`)
+  }
+  return { client, stderr, era: () => client.getProtocolEra(), protocolVersion: () => client.getNegotiatedProtocolVersion(), close: () => client.close() }
+}
+
+export async function modernStdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<ModernBridge> {
+  const transport = new ModernStdioTransport({
+    command: await relayBinary(),
+    args: ['mcp', ...filesArgs(opts), ...(opts.args ?? [])],
+    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile, XDG_DATA_HOME: join(opts.cwd, '.xdg') },
+    cwd: opts.cwd,
+    stderr: 'pipe',
+  })
+  let err = ''
+  transport.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  return connectModern(transport, () => err)
+}
+
+export function modernHttpBridge(server: HttpBridge): Promise<ModernBridge> {
+  const transport = new ModernHttpTransport(new URL(server.url), { requestInit: { headers: { authorization: `Bearer ${server.token}` } } })
+  return connectModern(transport, server.stderr)
+}
+
+/** A tool call through either client, its result as it came. */
+export async function callAny(client: Client | ModernClient, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+  return (await (client as Client).callTool({ name, arguments: args }, undefined, { timeout: 120_000 })) as CallToolResult
 }

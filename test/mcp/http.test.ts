@@ -76,7 +76,7 @@ describe('DNS-rebinding protection', () => {
   const initialize = (headers: Record<string, string>) =>
     fetch(server.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${server.token}`, ...headers },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
     })
   const port = () => new URL(server.url).port
@@ -100,11 +100,85 @@ describe('DNS-rebinding protection', () => {
     expect(allowed.status).toBe(200)
     const unknown = await fetch(server.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session' },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${server.token}`, 'mcp-session-id': 'no-such-session' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
     })
     expect(unknown.status).toBe(404)
     expect((await fetch(server.url.replace('/mcp', '/other'))).status).toBe(404)
+  })
+})
+
+describe('the bearer token', () => {
+  test('without it, or with a wrong one, every request is refused with 401 before MCP', async () => {
+    for (const authorization of [undefined, 'Bearer wrong', `Bearer ${server.token}x`, `Basic ${server.token}`, `Bearer ${server.token.slice(0, -1)}`]) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+      if (authorization) headers.authorization = authorization
+      const res = await fetch(server.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      })
+      expect([authorization, res.status]).toEqual([authorization, 401])
+      expect(res.headers.get('www-authenticate')).toContain('Bearer')
+      expect(res.headers.get('mcp-session-id')).toBeNull()
+    }
+  })
+
+  test('the token is printed once at start; a given one (RELAY_MCP_TOKEN) is used and not echoed', async () => {
+    expect(server.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    const chosen = 'a-token-the-user-chose-0123456789'
+    const other = await httpBridge({ relayUrl: relay.url, agent: alice, cwd: dir, token: chosen, env: { RELAY_MCP_TOKEN: chosen } })
+    try {
+      expect(other.stderr()).not.toContain(chosen)
+      const c = await other.connect()
+      expect((await ok(c, 'relay_whoami')).public_key).toBe(alice.keys.publicKey)
+      await c.close()
+    } finally {
+      await other.stop()
+    }
+  })
+})
+
+describe('answers never leak', () => {
+  test('a malformed Host is refused with 400 and no stack, path or source', async () => {
+    for (const host of ['localhost:1@evil.example', 'localhost:99999999', 'local host', 'localhost/x']) {
+      const res = await fetch(server.url, { method: 'POST', headers: { host, authorization: `Bearer ${server.token}`, 'content-type': 'application/json' }, body: '{}' })
+      const text = await res.text()
+      expect([host, res.status]).toEqual([host, 400])
+      expect(text).not.toContain(dir)
+      expect(text).not.toMatch(/at \S+ \(|\/src\/|node_modules/)
+    }
+  })
+
+  test('a Host with userinfo, sent as raw bytes (no client rewrites it), is refused with 400', async () => {
+    const { connect } = await import('node:net')
+    const port = Number(new URL(server.url).port)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        const body = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+        socket.write(
+          `POST /mcp HTTP/1.1\r\nHost: localhost:1@evil.example\r\nAuthorization: Bearer ${server.token}\r\nContent-Type: application/json\r\n` +
+            `Accept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        )
+      })
+      let data = ''
+      socket.on('data', (chunk) => (data += chunk.toString()))
+      socket.on('end', () => resolve(data))
+      socket.on('error', reject)
+    })
+    expect(answer).toStartWith('HTTP/1.1 400')
+    expect(answer).not.toMatch(/at \S+ \(|\/src\/|node_modules|\/work\//)
+  })
+
+  test('a body that is not JSON gets a JSON-RPC error, not a stack', async () => {
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc": ',
+    })
+    expect(res.status).toBeGreaterThanOrEqual(400)
+    expect(res.status).toBeLessThan(500)
+    expect(await res.text()).not.toMatch(/at \S+ \(|\/src\/|node_modules/)
   })
 })
 
@@ -114,5 +188,12 @@ describe('the command line', () => {
     const proc = Bun.spawn([await relayBinary(), 'mcp', '--http', '0.0.0.0:0', '--key', alice.keyFile], { cwd: dir, stdout: 'pipe', stderr: 'pipe' })
     expect(await proc.exited).toBe(2)
     expect(await new Response(proc.stderr).text()).toContain('not a loopback address')
+  })
+
+  test('refuses --channel over HTTP (hosts start channel servers as a command)', async () => {
+    const { relayBinary } = await import('../e2e/binary.ts')
+    const proc = Bun.spawn([await relayBinary(), 'mcp', '--http', '127.0.0.1:0', '--channel', '--key', alice.keyFile], { cwd: dir, stdout: 'pipe', stderr: 'pipe' })
+    expect(await proc.exited).toBe(2)
+    expect(await new Response(proc.stderr).text()).toContain('--channel works over stdio only')
   })
 })

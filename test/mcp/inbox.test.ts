@@ -3,15 +3,21 @@
  * cases a live session rarely shows — a socket the relay refuses, messages delivered elsewhere while
  * the bridge held them, expiry, paging.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { Bridge } from '../../src/mcp/bridge.ts'
+import { FilePolicy } from '../../src/mcp/file-policy.ts'
 import { tempDir } from '../support/harness.ts'
 import { until } from '../support/ws.ts'
 import { startWsRelay, type WsRelay } from '../realtime/helpers.ts'
 
 let r: WsRelay
 const bridges: Bridge[] = []
+let files: FilePolicy
+beforeAll(async () => {
+  const dir = tempDir('relay-mcp-inbox-')
+  files = await FilePolicy.create({ roots: [dir], keyFile: `${dir}/none.key`, allowOverwrite: false, env: {} })
+})
 afterEach(async () => {
   for (const b of bridges.splice(0)) await b.close()
   await r?.t.close()
@@ -23,12 +29,10 @@ async function relay(overrides: Parameters<typeof startWsRelay>[0] = {}) {
 }
 
 function bridge(inbox: { refusedRetryMs?: number } = {}): Bridge {
-  const dir = tempDir('relay-mcp-inbox-')
   const b = new Bridge({
     relayUrl: `http://127.0.0.1:${r.port}`,
     keys: generateKeyPair(),
-    cwd: dir,
-    downloadDir: dir,
+    files,
     now: () => r.t.clock.now(),
     inbox: { minBackoffMs: 20, maxBackoffMs: 100, ...inbox },
   })

@@ -4,6 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { readFileSync, rmSync } from 'node:fs'
 import { basename } from 'node:path'
+import { RelayClient } from '../../src/client/index.ts'
 import { relayBinary, startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
 import { tempDir } from '../support/harness.ts'
 import { README_PATH, snippet } from '../support/readme.ts'
@@ -15,7 +16,7 @@ let dir: string
 beforeAll(async () => {
   relay = await startBinary(tempDataDir())
   dir = tempDir('relay-mcp-readme-')
-})
+}, 120_000)
 afterAll(async () => {
   await relay?.stop()
   rmSync(dir, { recursive: true, force: true })
@@ -40,6 +41,41 @@ test('the host configuration snippet starts a bridge that answers (command, args
   try {
     const whoami = (await client.callTool({ name: 'relay_whoami', arguments: {} })) as unknown as { structuredContent: { public_key: string } }
     expect(whoami.structuredContent.public_key).toBe(agent.keys.publicKey)
+  } finally {
+    await client.close()
+  }
+})
+
+test('the channel configuration starts a bridge that declares claude/channel and announces a message', async () => {
+  const config = JSON.parse(snippet(readme, 'mcp-channel-config'))
+  const server = config.mcpServers.relay
+  expect(server.args.slice(0, 3)).toEqual(['mcp', '--channel', '--files'])
+  const agent = newAgent(dir, 'channel')
+  const transport = new StdioClientTransport({
+    command: await relayBinary(),
+    args: [...server.args.slice(0, 3), dir],
+    env: { PATH: process.env.PATH ?? '', RELAY_URL: relay.url, RELAY_KEY_FILE: agent.keyFile },
+    stderr: 'pipe',
+  })
+  const client = new Client({ name: 'readme-host', version: '1.0.0' })
+  const events: Array<{ content: string; meta: Record<string, string> }> = []
+  client.fallbackNotificationHandler = async (n) => {
+    if (n.method === 'notifications/claude/channel') events.push(n.params as never)
+  }
+  await client.connect(transport)
+  try {
+    expect(client.getServerCapabilities()?.experimental?.['claude/channel']).toEqual({})
+    const sender = new RelayClient({ baseUrl: relay.url, keys: newAgent(dir, 'sender').keys })
+    const sent = await sender.send({ recipient_key: agent.keys.publicKey, body: { text: 'Can you review the patch?' }, thread_id: 'review-7' })
+    const deadline = Date.now() + 15_000
+    while (!events.length && Date.now() < deadline) await Bun.sleep(20)
+    expect(events[0].meta).toMatchObject({ message_id: sent.message_id, thread_id: 'review-7' })
+    // the event as the README shows it
+    const shown = readme.slice(readme.indexOf('The session then sees each message as'))
+    for (const line of ['What follows between the markers was written by another agent', '<<<message', 'message>>>', 'Answer in the thread with relay_reply']) {
+      expect(shown).toContain(line)
+      expect(events[0].content).toContain(line)
+    }
   } finally {
     await client.close()
   }

@@ -162,7 +162,6 @@ describe('two agents through their bridges', () => {
     const again = await call(b, 'relay_download', { blob_id: att.blob_id, path: 'bob-copy.txt' })
     expect(again.isError).toBe(true)
     expect(textOf(again)).toContain('already exists')
-    expect((await ok(b, 'relay_download', { blob_id: att.blob_id, path: 'bob-copy.txt', overwrite: true })).size).toBe(content.length)
 
     const up = await ok(b, 'relay_upload', { path: 'bob-copy.txt' })
     expect(up.blob_id).toMatch(/^blob_/)
@@ -221,5 +220,5 @@ describe('the process', () => {
     expect(exited).toBe(0)
     expect(await new Response(proc.stdout).text()).toBe('')
     expect(await new Response(proc.stderr).text()).toContain(`relay mcp: agent ${alice.keys.publicKey} on ${relay.url}`)
-  })
+  }, 20_000)
 })

@@ -130,3 +130,36 @@ test('a client that goes away mid-upload leaves nothing behind and is no unexpec
   expect(tempBytes(t)).toBe(0)
   expect(t.relay.features.blobs.store.unverifiedBytes).toBe(0)
 })
+
+test('unverified uploads count against the pre-auth memory budget: strangers are refused before their body once it is full, known keys still get in', async () => {
+  const MiB = 1024 * KiB
+  // 3 MiB per unverified upload: three from strangers fill their 9 MiB of the 12; the reserve takes one more
+  const t = await startTestRelay({ preauth: { memoryBytes: 12 * MiB } })
+  open.push(t)
+  let release = () => {}
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const stalled = () =>
+    new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        controller.enqueue(new Uint8Array(KiB))
+        await gate
+        controller.close()
+      },
+    })
+  const forged = (keys = generateKeyPair()) =>
+    t.handle(uploadRequest(t, keys, new Uint8Array(0), { body: stalled(), signedBytes: randomBytes(16) }))
+  const running = [forged(), forged(), forged()]
+  await until(() => t.relay.preauth.heldBytes === 9 * MiB, 3000, 'three unverified uploads held')
+  const refused = await forged()
+  expect(refused.status).toBe(503)
+  expect((await json(refused)).error.code).toBe('service_unavailable')
+  expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+
+  const known = generateKeyPair()
+  await t.client(known).getCapabilities()
+  const fromKnown = forged(known)
+  await until(() => t.relay.preauth.heldBytes === 12 * MiB, 3000, 'a known key in the reserve')
+  release()
+  for (const res of await Promise.all([...running, fromKnown])) expect(res.status).toBe(401)
+  expect(t.relay.preauth.heldBytes).toBe(0)
+})

@@ -105,34 +105,71 @@ describe('answered before the body is read', () => {
 })
 
 describe('unauthenticated bodies are held against budgets', () => {
-  test('per address 429 and over all clients 503, both with Retry-After; released when the clients go', async () => {
-    const { t, port } = await listening({ preauth: { memoryBytes: 5 * MiB, memoryPerAddressBytes: 3 * MiB } })
-    const body = (c: RawConnection, bytes: number) =>
-      c.write(head('POST', '/v1/messages', { ...forged(t), 'Content-Type': 'application/json', 'Content-Length': bytes })).then(() => c.writeFiller(bytes - 1))
+  test('bodies hold what they sent, not what they declare; per address 429, over all clients 503, both with Retry-After', async () => {
+    // strangers may hold 6 MiB of the 8 (the rest is the known keys' reserve), an address at most 3 MiB
+    const { t, port } = await listening({ preauth: { memoryBytes: 8 * MiB, memoryPerAddressBytes: 3 * MiB } })
+    const body = (c: RawConnection, bytes: number, sent = bytes - 1, headers: Record<string, string> = forged(t)) =>
+      c.write(head('POST', '/v1/messages', { ...headers, 'Content-Type': 'application/json', 'Content-Length': bytes })).then(() => c.writeFiller(sent))
+    // declaring 2 MiB and sending 1 KiB holds 1 KiB
+    const trickle = await connection(port, '127.0.0.9')
+    await body(trickle, 2 * MiB, 1024)
+    await until(() => t.relay.preauth.heldBytes === 1024, 3000, 'the bytes sent held')
+    trickle.destroy()
+    await until(() => t.relay.preauth.heldBytes === 0, 3000, 'trickle released')
+
     const a1 = await connection(port, '127.0.0.1')
     const a2 = await connection(port, '127.0.0.1')
     await body(a1, 1.5 * MiB)
     await body(a2, 1.5 * MiB)
-    await until(() => t.relay.preauth.heldBytes === 3 * MiB, 3000, 'two bodies held')
+    await until(() => t.relay.preauth.heldBytes === 3 * MiB - 2, 3000, 'two bodies held')
     const a3 = await connection(port, '127.0.0.1')
-    await body(a3, 1 * MiB)
+    await body(a3, MiB)
     const perAddress = await a3.answer()
     expectEnvelope(perAddress, 429, 'rate_limit_exceeded')
     expect(Number(perAddress.headers['retry-after'])).toBeGreaterThan(0)
 
     const b1 = await connection(port, '127.0.0.2')
     await body(b1, 1.5 * MiB)
-    await until(() => t.relay.preauth.heldBytes === 4.5 * MiB, 3000, 'third body held')
-    expect((await t.client().health('/details')).components.preauth).toEqual({ status: 'ok', held_bytes: 4.5 * MiB, limit_bytes: 5 * MiB })
+    await until(() => t.relay.preauth.heldBytes === 4.5 * MiB - 3, 3000, 'third body held')
+    expect((await t.client().health('/details')).components.preauth).toEqual({ status: 'ok', held_bytes: 4.5 * MiB - 3, limit_bytes: 8 * MiB })
+    // a third address: within its fair share (2 MiB of the 6 among three), past the strangers' part
     const c1 = await connection(port, '127.0.0.3')
-    await body(c1, 1 * MiB)
+    await body(c1, Math.floor(1.9 * MiB))
     const global = await c1.answer()
     expectEnvelope(global, 503, 'service_unavailable')
     expect(Number(global.headers['retry-after'])).toBeGreaterThan(0)
+    await until(() => t.relay.preauth.heldBytes === 4.5 * MiB - 3, 3000, 'the refused body released')
 
-    for (const c of [a1, a2, b1]) c.destroy()
+    // a request naming a key that has an agent record may use the reserve
+    const keys = generateKeyPair()
+    await t.client(keys).getCapabilities()
+    const known = await connection(port, '127.0.0.3')
+    await body(known, Math.floor(1.9 * MiB), undefined, { ...forged(t), 'X-M2M-Public-Key': keys.publicKey })
+    await until(() => t.relay.preauth.heldBytes > 6 * MiB, 3000, 'a known key held in the reserve')
+
+    for (const c of [a1, a2, b1, known]) c.destroy()
     await until(() => t.relay.preauth.heldBytes === 0, 3000, 'budget released')
   })
+
+  test('a body that arrives slower than the minimum rate is cut with 408 and releases what it held', async () => {
+    const { t, port } = await listening()
+    const c = await connection(port, '127.0.0.5')
+    await c.write(head('POST', '/v1/messages', { ...forged(t), 'Content-Type': 'application/json', 'Content-Length': 2 * MiB }))
+    await c.writeFiller(4096)
+    await until(() => t.relay.preauth.heldBytes === 4096, 3000, 'the first bytes held')
+    // then a byte now and then: far under the minimum rate once the grace is over
+    const started = performance.now()
+    let answer: Awaited<ReturnType<RawConnection['answer']>> | undefined
+    const got = c.answer().then((a) => (answer = a))
+    while (!answer && performance.now() - started < 8000) {
+      await c.writeFiller(1)
+      await Bun.sleep(200)
+    }
+    await got
+    expectEnvelope(answer!, 408, 'request_timeout')
+    expect(performance.now() - started).toBeLessThan(8000)
+    await until(() => t.relay.preauth.heldBytes === 0, 3000, 'released')
+  }, 15_000)
 
   test('held bodies that complete are released whatever the answer', async () => {
     const { t, port } = await listening({ preauth: { memoryBytes: 3 * MiB } })

@@ -82,7 +82,7 @@ const WHEN: Record<ErrorCode, string> = {
   agent_not_found: 'profile lookups only (never when sending)',
   message_not_found: 'unknown message, or one you neither sent nor received',
   blob_not_found: 'unknown blob, or one you may not read',
-  request_timeout: 'the request body did not arrive within the body deadline (30 s by default)',
+  request_timeout: 'the request body did not arrive within the body deadline (30 s by default), or arrived slower than 8 KiB/s',
   replay_detected: 'this signature was already used (sign every request afresh)',
   blob_referenced: 'the blob is still attached to an unexpired message',
   payload_too_large: 'body over 1 MiB, request over 2 MiB, blob over 100 MiB',

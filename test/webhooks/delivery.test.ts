@@ -27,14 +27,14 @@ async function setup(webhooks: Partial<ConfigOverrides['webhooks']> = {}) {
   const alice = await agent(t)
   const bob = await agent(t)
   const secret = randomBytes(32).toString('base64url')
-  const dispatcher = t.relay.features.realtime.dispatcher
+  const dispatcher = t.relay.features.webhooks.dispatcher
   return { t, rx, alice, bob, secret, dispatcher }
 }
 
 /** Moves the fake clock past the next retry and runs the dispatcher, as the periodic job would. */
 async function nextRound(t: TestRelay, ms = 60) {
   t.clock.advance(ms)
-  await t.relay.features.realtime.dispatcher.runOnce(t.clock.now())
+  await t.relay.features.webhooks.dispatcher.runOnce(t.clock.now())
 }
 
 const deliveries = (t: TestRelay) =>
@@ -195,7 +195,7 @@ describe('durability', () => {
     await bob.setWebhook(rx.url, secret)
     rx.answer(500)
     const sent = await alice.send(msg(bob))
-    await t.relay.features.realtime.dispatcher.whenIdle()
+    await t.relay.features.webhooks.dispatcher.whenIdle()
     const [pending] = deliveries(t)
     expect(pending.attempts).toBe(1)
     await t.restart()
@@ -213,10 +213,10 @@ describe('durability', () => {
     const deadline = Date.now() + 3000
     while (rx.received.length === 0 && Date.now() < deadline) await Bun.sleep(5)
     expect(rx.received).toHaveLength(1)
-    await t.relay.features.realtime.dispatcher.stop(0) // what a stop does once its grace is over
+    await t.relay.features.webhooks.dispatcher.stop(0) // what a stop does once its grace is over
     await t.restart()
     expect(deliveries(t)).toMatchObject([{ attempts: 0, state: 'pending' }])
-    await t.relay.features.realtime.dispatcher.runOnce(t.clock.now())
+    await t.relay.features.webhooks.dispatcher.runOnce(t.clock.now())
     expect(rx.received).toHaveLength(2)
     expect(rx.received[1].headers['x-m2m-delivery-id']).toBe(rx.received[0].headers['x-m2m-delivery-id'])
     rx.release()

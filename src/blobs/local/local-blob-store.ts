@@ -15,8 +15,12 @@ import { BlobTooLargeError, type BlobStore, type ReceiveOptions, type StagedBlob
 import { assertContentHash, assertHashSlice, HASH_SLICE, receiveError, receiveInto, SHA256_HEX, StagingBudget, stagedBlob, type StagingSink } from '../receive-into.ts'
 
 const TEMP_PREFIX = 'upload-'
-/** Bytes gathered before one write: few syscalls, and at most two batches are ever held in memory. */
-const WRITE_BATCH_BYTES = 1024 * 1024
+/**
+ * Bytes gathered before one write: few syscalls, and at most two batches are ever held in memory, so
+ * an upload keeps about 0.5 MiB of its own besides the runtime's current chunk (uploads not yet verified
+ * are counted at 3 MiB each against the pre-auth budget, with the runtime's buffers).
+ */
+const WRITE_BATCH_BYTES = 256 * 1024
 /** Bytes read per step when hashing a written file: one buffer per upload, reused throughout. */
 const HASH_READ_BYTES = 1024 * 1024
 

@@ -10,6 +10,7 @@ import { capabilities } from './capabilities.ts'
 import { discover } from './discover.ts'
 import { download } from './download.ts'
 import { get } from './get.ts'
+import { inbox } from './inbox.ts'
 import { poll } from './poll.ts'
 import { listen } from './listen.ts'
 import { profileGet, profileSet } from './profile.ts'
@@ -27,6 +28,7 @@ export const CLIENT_COMMANDS: CommandSpec[] = [
   send,
   poll,
   listen,
+  inbox,
   get,
   status,
   thread,

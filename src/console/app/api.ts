@@ -67,8 +67,8 @@ export async function call<T = any>(id: Identity, method: string, target: string
   return res.status === 204 ? (null as T) : ((await res.json()) as T)
 }
 
-/** Uploads a file as a blob; `progress(sent, total)` follows the bytes as they leave. */
-export async function upload(id: Identity, file: File, progress: (sent: number, total: number) => void): Promise<any> {
+/** Uploads a file (or the ciphertext of one) as a blob; `progress(sent, total)` follows the bytes as they leave. */
+export async function upload(id: Identity, file: Blob, progress: (sent: number, total: number) => void): Promise<any> {
   const bytes = await file.arrayBuffer()
   const headers = await signedHeaders(id, 'POST', '/v1/blobs', bytes)
   return new Promise((resolve, reject) => {
@@ -93,15 +93,25 @@ export async function upload(id: Identity, file: File, progress: (sent: number, 
   })
 }
 
-/** Downloads a blob with a signed GET and hands it to the browser as a file. */
-export async function download(id: Identity, blobId: string, filename: string): Promise<void> {
+/** A blob's bytes by a signed GET, as they arrive; rejects with ApiError. */
+export async function fetchBlob(id: Identity, blobId: string): Promise<ReadableStream<Uint8Array>> {
   const target = `/v1/blobs/${encodeURIComponent(blobId)}`
   const res = await fetch(target, { headers: await signedHeaders(id, 'GET', target, EMPTY), cache: 'no-store' })
   if (!res.ok) throw await failure(res)
-  const url = URL.createObjectURL(await res.blob())
+  return res.body ?? new Blob([]).stream()
+}
+
+/** Downloads a blob with a signed GET and hands it to the browser as a file. */
+export async function download(id: Identity, blobId: string, filename: string): Promise<void> {
+  saveFile(await new Response(await fetchBlob(id, blobId)).blob(), filename || blobId)
+}
+
+/** Hands bytes to the browser as a downloaded file. */
+export function saveFile(blob: Blob, filename: string): void {
+  const url = URL.createObjectURL(blob)
   const a = document.createElement('a')
   a.href = url
-  a.download = filename || blobId
+  a.download = filename
   document.body.appendChild(a)
   a.click()
   a.remove()

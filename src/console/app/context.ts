@@ -10,8 +10,10 @@ export interface Ctx {
   /** Shows another view; `arg` pre-fills it (a thread id, a recipient, a message id). */
   go(view: string, arg?: Record<string, string>): void
   socket: LiveSocket | null
-  /** Messages pushed on the WebSocket, newest last, by id. */
+  /** Messages pushed on the WebSocket (encrypted ones opened), newest last, by id. */
   inbox: Map<string, any>
+  /** Ids of the messages sent from this page (the "what this relay can see" view reads them back). */
+  sent: Set<string>
   /** Whether this key may call /v1/admin (checked when the key is loaded). */
   isAdmin: boolean
   /** Re-renders the inbox view when it is showing. */

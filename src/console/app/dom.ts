@@ -50,3 +50,24 @@ export const KEY_PATTERN = '[A-Za-z0-9_\\-]{43}'
 export const shortKey = (key: string): string => (key.length > 16 ? `${key.slice(0, 8)}…${key.slice(-6)}` : key)
 
 export const when = (iso: string | undefined): string => (iso ? new Date(iso).toLocaleString() : '')
+
+const SVG = 'http://www.w3.org/2000/svg'
+/** An SVG element (drawn by the console itself: no image or font is fetched). */
+export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, ...children: (SVGElement | string)[]): SVGElementTagNameMap[K] {
+  const el = document.createElementNS(SVG, tag)
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v))
+  for (const c of children) el.append(c)
+  return el
+}
+
+/** A padlock, in the text's colour; `label` names it for assistive technology (else it is decoration). */
+export function lockIcon(label?: string): SVGSVGElement {
+  const icon = svg(
+    'svg',
+    { class: 'lock-icon', viewBox: '0 0 16 16', width: 14, height: 14, ...(label ? { role: 'img', 'aria-label': label } : { 'aria-hidden': 'true' }) },
+    svg('rect', { x: 2.5, y: 7, width: 11, height: 8, rx: 1.5, fill: 'currentColor' }),
+    svg('path', { d: 'M5 7V5a3 3 0 0 1 6 0v2', fill: 'none', stroke: 'currentColor', 'stroke-width': 1.8 }),
+  )
+  if (label) icon.append(svg('title', {}, label))
+  return icon
+}

@@ -5,6 +5,12 @@
  * (`{"public_key", "private_key"}`, the format of `relay keygen`) exists only in memory, right after a
  * key is generated, imported or moved from an older console's localStorage, for the one export the
  * console offers then.
+ *
+ * End-to-end encryption needs the X25519 private key that the Ed25519 seed converts to (SHA-512 of the
+ * seed, clamped). The seed is in memory only when a key is made or imported, so that is when the X25519
+ * key is derived and kept beside the signing key, as a non-extractable CryptoKey that can only
+ * deriveBits (the Diffie-Hellman step). A key stored before the console encrypted has no X25519 half: it
+ * signs as before, and the console says that importing its key file again enables decryption.
  */
 
 /** Where consoles before this one kept the key file, in clear; moved to IndexedDB once, then deleted. */
@@ -17,6 +23,8 @@ export interface Identity {
   publicKey: string
   /** The private key as a non-extractable CryptoKey for signing. */
   signingKey: CryptoKey
+  /** The X25519 private key converted from the same seed, non-extractable, for deriveBits; absent for a key stored before the console encrypted. */
+  agreementKey?: CryptoKey
   /** The key file text, held only until the user has exported it or declined to; never stored. */
   file?: string
   /** How this identity came to be, for the export offer: made here, imported from a file, moved from localStorage, or loaded from IndexedDB. */
@@ -27,6 +35,8 @@ export interface Identity {
 interface StoredKey {
   public_key: string
   signing_key: CryptoKey
+  /** Absent in records written before the console encrypted. */
+  agreement_key?: CryptoKey
   saved_at: string
 }
 
@@ -61,8 +71,27 @@ export async function identityFromFile(text: string): Promise<Identity> {
   const publicKey = jwk.x as string
   if (typeof parsed.public_key === 'string' && parsed.public_key !== publicKey) throw new Error('The key file public_key does not match its private_key')
   const signingKey = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign'])
+  const agreementKey = await agreementKeyFromSeed(fromB64url(d))
   const file = JSON.stringify({ public_key: publicKey, private_key: d }, null, 2) + '\n'
-  return { publicKey, signingKey, file, origin: 'imported' }
+  return { publicKey, signingKey, agreementKey, file, origin: 'imported' }
+}
+
+/**
+ * The X25519 private key of an Ed25519 seed (RFC 8032's secret scalar: the first half of SHA-512(seed),
+ * clamped; what libsodium's crypto_sign_ed25519_sk_to_curve25519 returns), imported non-extractable.
+ */
+async function agreementKeyFromSeed(seed: Uint8Array): Promise<CryptoKey> {
+  const scalar = new Uint8Array(await crypto.subtle.digest('SHA-512', seed as Uint8Array<ArrayBuffer>)).slice(0, 32)
+  scalar[0]! &= 248
+  scalar[31]! &= 127
+  scalar[31]! |= 64
+  const pkcs8 = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20, ...scalar])
+  scalar.fill(0)
+  try {
+    return await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'X25519' }, false, ['deriveBits'])
+  } finally {
+    pkcs8.fill(0)
+  }
 }
 
 /** A new key pair, made by WebCrypto in this browser. */
@@ -99,8 +128,9 @@ async function inStore<T>(mode: IDBTransactionMode, run: (store: IDBObjectStore)
 
 /** Keeps the key in this browser: the non-extractable CryptoKey only, never the key file. */
 export async function saveIdentity(id: Identity): Promise<void> {
-  if (id.signingKey.extractable) throw new Error('refusing to store an extractable key')
+  if (id.signingKey.extractable || id.agreementKey?.extractable) throw new Error('refusing to store an extractable key')
   const record: StoredKey = { public_key: id.publicKey, signing_key: id.signingKey, saved_at: new Date().toISOString() }
+  if (id.agreementKey) record.agreement_key = id.agreementKey
   await inStore('readwrite', (s) => s.put(record, SLOT))
 }
 
@@ -123,7 +153,8 @@ export async function loadIdentity(): Promise<Identity | null> {
   }
   const stored = await inStore<StoredKey | undefined>('readonly', (s) => s.get(SLOT))
   if (!stored || !(stored.signing_key instanceof CryptoKey)) return null
-  return { publicKey: stored.public_key, signingKey: stored.signing_key, origin: 'stored' }
+  const agreementKey = stored.agreement_key instanceof CryptoKey ? stored.agreement_key : undefined
+  return { publicKey: stored.public_key, signingKey: stored.signing_key, agreementKey, origin: 'stored' }
 }
 
 /** Deletes the key from this browser (IndexedDB, and localStorage should an old copy remain). */

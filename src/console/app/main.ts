@@ -5,12 +5,14 @@
  */
 import { ApiError, LiveSocket, call } from './api.ts'
 import type { Ctx, View } from './context.ts'
-import { field, fill, h, shortKey } from './dom.ts'
+import { field, fill, h, lockIcon, shortKey } from './dom.ts'
 import { forgetIdentity, generateIdentity, identityFromFile, loadIdentity, saveIdentity, type Identity } from './keys.ts'
 import { nameBook } from './names.ts'
 import { adminView } from './views/admin.ts'
 import { discoverView, profileView } from './views/directory.ts'
 import { downloadsView, inboxView, sendView, statusView, threadsView } from './views/messages.ts'
+import { visibilityView } from './views/visibility.ts'
+import { declareSupport, NO_AGREEMENT_KEY, openForDisplay } from './e2e.ts'
 
 const VIEWS: { name: string; label: string; view: View; admin?: boolean }[] = [
   { name: 'inbox', label: 'Inbox', view: inboxView },
@@ -20,6 +22,7 @@ const VIEWS: { name: string; label: string; view: View; admin?: boolean }[] = [
   { name: 'downloads', label: 'Downloads', view: downloadsView },
   { name: 'discover', label: 'Discover', view: discoverView },
   { name: 'profile', label: 'Profile', view: profileView },
+  { name: 'visibility', label: 'What the relay sees', view: visibilityView },
   { name: 'admin', label: 'Operator', view: adminView, admin: true },
 ]
 
@@ -28,6 +31,9 @@ const nav = document.getElementById('nav') as HTMLElement
 const keyBar = document.getElementById('key') as HTMLElement
 const live = document.getElementById('live') as HTMLElement
 const connection = document.getElementById('connection') as HTMLElement
+/** A note about the key under the navigation (one that cannot decrypt says so there). */
+const keyNote = h('div', { class: 'key-note' })
+main.before(keyNote)
 
 function notify(text: string, kind: 'ok' | 'error' = 'ok'): void {
   fill(live, h('p', { class: kind, role: kind === 'error' ? 'alert' : 'status' }, text))
@@ -36,6 +42,7 @@ function notify(text: string, kind: 'ok' | 'error' = 'ok'): void {
 let ctx: Ctx | null = null
 
 function showKeySetup(): void {
+  fill(keyNote)
   fill(nav)
   fill(keyBar)
   fill(connection)
@@ -154,16 +161,24 @@ async function start(id: Identity): Promise<void> {
     },
     socket: null,
     inbox: new Map(),
+    sent: new Set(),
     isAdmin: false,
     inboxChanged: () => {},
     names: nameBook(id),
   }
   ctx = c
   // the first request also creates the agent (and shows whether the relay admits this key)
+  let profile: any = null
   try {
-    await call(id, 'GET', `/v1/agents/${id.publicKey}`)
+    profile = await call(id, 'GET', `/v1/agents/${id.publicKey}`)
   } catch (err) {
     notify(`The relay refused this key: ${(err as Error).message}`, 'error')
+  }
+  // the first time a key that can decrypt is used here, its profile says so (senders then encrypt to it)
+  try {
+    if (await declareSupport(id, profile)) notify('Your profile now declares that you read end-to-end encrypted messages')
+  } catch (err) {
+    notify(`Declaring encryption support failed: ${(err as Error).message}`, 'error')
   }
   // operator access: the cheapest call behind the same check (the stats would scan every table)
   try {
@@ -196,12 +211,20 @@ async function start(id: Identity): Promise<void> {
       'Forget',
     ),
   )
+  // a key stored by an earlier console: it signs, but cannot decrypt until its file is imported again
+  fill(keyNote, id.agreementKey ? null : h('p', { class: 'no-decrypt', role: 'note' }, lockIcon(), ' ', NO_AGREEMENT_KEY))
+  let opening = Promise.resolve()
   c.socket = new LiveSocket(id, {
-    onMessage: (m) => {
-      if (ctx !== c) return
-      c.inbox.set(m.message_id, m)
-      c.inboxChanged()
-      void c.names.get(m.sender_key).then((name) => ctx === c && notify(`New message from ${name ?? shortKey(m.sender_key)}`))
+    onMessage: (pushed) => {
+      // opened one after the other, so the inbox keeps the order they arrived in
+      opening = opening.then(async () => {
+        if (ctx !== c) return
+        const m = await openForDisplay(id, pushed)
+        if (ctx !== c) return
+        c.inbox.set(m.message_id, m)
+        c.inboxChanged()
+        void c.names.get(m.sender_key).then((name) => ctx === c && notify(`New message from ${name ?? shortKey(m.sender_key)}${m.lock && !m.lock.error ? ' (encrypted)' : ''}`))
+      })
     },
     onState: (state, detail) => {
       if (ctx !== c) return

@@ -1,9 +1,9 @@
 /** /v1/agents/{publicKey}/acl (docs/protocol.md §5): owner only; the ACL service validates keys and bodies. */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import { aclEntryToJson, type AclService } from '../../services/acl.ts'
 import { AclEntry, AclList, AclPutInput } from '../../services/models/acl.ts'
 import { KeyOrMe, PublicKey } from '../../services/models/agent.ts'
-import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
@@ -11,10 +11,12 @@ const keys = [pathParam('publicKey', KeyOrMe), pathParam('peerKey', PublicKey)]
 
 export function aclRoutes(acl: AclService) {
   return new Elysia({ name: 'routes-acl' })
+    .use(routeAuth)
     .get(
       '/v1/agents/:publicKey/acl',
-      async ({ request, params }) => (await acl.list(callerOf(request).publicKey, params.publicKey, rawQuery(request))).map(aclEntryToJson),
+      async ({ caller, request, params }) => (await acl.list(caller.publicKey, params.publicKey, rawQuery(request))).map(aclEntryToJson),
       {
+        auth: 'agent',
         detail: doc({
           tags: ['acl'],
           summary: 'Your ACL entries, newest first',
@@ -25,8 +27,9 @@ export function aclRoutes(acl: AclService) {
     )
     .get(
       '/v1/agents/:publicKey/acl/:peerKey',
-      async ({ request, params }) => aclEntryToJson(await acl.get(callerOf(request).publicKey, params.publicKey, params.peerKey)),
+      async ({ caller, request, params }) => aclEntryToJson(await acl.get(caller.publicKey, params.publicKey, params.peerKey)),
       {
+        auth: 'agent',
         detail: doc({
           tags: ['acl'],
           summary: 'Your ACL entry for one peer',
@@ -37,12 +40,13 @@ export function aclRoutes(acl: AclService) {
     )
     .put(
       '/v1/agents/:publicKey/acl/:peerKey',
-      async ({ request, params, body, set }) => {
-        const { row, created } = await acl.put(callerOf(request).publicKey, params.publicKey, params.peerKey, body)
+      async ({ caller, request, params, body, set }) => {
+        const { row, created } = await acl.put(caller.publicKey, params.publicKey, params.peerKey, body)
         set.status = created ? 201 : 200
         return aclEntryToJson(row)
       },
       {
+        auth: 'agent',
         detail: doc({
           tags: ['acl'],
           summary: 'Allow or block a peer (201 when created, 200 when it existed)',
@@ -54,12 +58,13 @@ export function aclRoutes(acl: AclService) {
     )
     .delete(
       '/v1/agents/:publicKey/acl/:peerKey',
-      async ({ request, params, set }) => {
-        await acl.delete(callerOf(request).publicKey, params.publicKey, params.peerKey)
+      async ({ caller, request, params, set }) => {
+        await acl.delete(caller.publicKey, params.publicKey, params.peerKey)
         set.status = 204
         return null
       },
       {
+        auth: 'agent',
         detail: doc({
           tags: ['acl'],
           summary: 'Remove your ACL entry for a peer',

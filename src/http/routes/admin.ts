@@ -4,10 +4,10 @@
  * AdminService does the work, the same one `relay admin` uses.
  */
 import { Elysia } from 'elysia'
-import { RelayError, badRequest } from '../../errors.ts'
+import { routeAuth } from '../route-auth.ts'
+import { badRequest } from '../../errors.ts'
 import type { AdminService } from '../../services/admin.ts'
 import { AdminAgent, AdminAgentPage, AdminStats, AdminSuspendInput, AllowInput, AllowResult, AllowedKeyList, RecentErrors, TrafficSeries, WebhookQueue } from '../../services/models/admin.ts'
-import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
@@ -40,12 +40,11 @@ function only(body: Record<string, unknown>, allowed: string[]): void {
   if (extra.length) throw badRequest('Unknown fields', Object.fromEntries(extra.map((k) => [k, 'unknown field'])))
 }
 
-export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) => boolean) {
+export function adminRoutes(admin: AdminService) {
   return new Elysia({ name: 'routes-admin' })
-    .onBeforeHandle(({ request }) => {
-      if (!isAdmin(callerOf(request).publicKey)) throw new RelayError('forbidden', 'Only the operator keys (RELAY_ADMIN_KEYS) may use the admin API')
-    })
+    .use(routeAuth)
     .get('/v1/admin/stats', () => admin.stats(), {
+      auth: 'operator',
       detail: doc({
         tags: TAG,
         summary: 'Figures of the whole relay: agents, messages by status, blobs, webhooks, database size',
@@ -59,6 +58,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
         return admin.listAgents({ status: one(q, 'status'), cursor: one(q, 'cursor'), limit: intParam(q, 'limit') })
       },
       {
+        auth: 'operator',
         detail: doc({
           tags: TAG,
           summary: 'Every agent with its status, oldest first, paged',
@@ -79,6 +79,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
         return admin.suspend(params.publicKey, input.reason ?? null)
       },
       {
+        auth: 'operator',
         detail: doc({
           tags: TAG,
           summary: 'Suspend an agent: its requests are refused, its sockets closed, its webhook deliveries cancelled',
@@ -96,6 +97,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
         return admin.unsuspend(params.publicKey)
       },
       {
+        auth: 'operator',
         detail: doc({
           tags: TAG,
           summary: 'Lift a suspension',
@@ -105,6 +107,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
       },
     )
     .get('/v1/admin/admission', async () => ({ allowed: await admin.allowed() }), {
+      auth: 'operator',
       detail: doc({
         tags: TAG,
         summary: 'The admission allowlist (what RELAY_ADMISSION=allowlist admits), oldest first',
@@ -121,6 +124,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
         return result
       },
       {
+        auth: 'operator',
         detail: doc({
           tags: TAG,
           summary: 'Admit a key (add it to the allowlist)',
@@ -140,6 +144,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
         return null
       },
       {
+        auth: 'operator',
         detail: doc({
           tags: TAG,
           summary: 'Take a key off the allowlist',
@@ -149,6 +154,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
       },
     )
     .get('/v1/admin/webhooks', ({ request }) => admin.webhookQueue(intParam(rawQuery(request), 'limit') ?? 100), {
+      auth: 'operator',
       detail: doc({
         tags: TAG,
         summary: 'The webhook queue: deliveries pending or in flight, the soonest due first',
@@ -161,6 +167,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
       if (limit < 1 || limit > 1000) throw badRequest('limit must be an integer from 1 to 1000', { limit: '1–1000' })
       return { errors: admin.recentErrors(limit) }
     }, {
+      auth: 'operator',
       detail: doc({
         tags: TAG,
         summary: "The running relay's latest warnings and errors, newest first",
@@ -170,6 +177,7 @@ export function adminRoutes(admin: AdminService, isAdmin: (publicKey: string) =>
       }),
     })
     .get('/v1/admin/traffic', () => ({ minutes: admin.traffic() }), {
+      auth: 'operator',
       detail: doc({
         tags: TAG,
         summary: 'HTTP answers per minute over the last hour, with 4xx and 5xx counts',

@@ -4,17 +4,19 @@
  * documentation only. `me` stands for the caller's own key on every /v1/agents/{publicKey} path.
  */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import { parseExact } from '../../lib/json-text.ts'
 import { agentToJson, type AgentsService } from '../../services/agents.ts'
 import { Agent, AgentPatchInput, CapabilityList, KeyOrMe } from '../../services/models/agent.ts'
-import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
 
 const key = [pathParam('publicKey', KeyOrMe)]
 
 export function agentRoutes(agents: AgentsService) {
   return new Elysia({ name: 'routes-agents' })
+    .use(routeAuth)
     .get('/v1/agents/:publicKey', async ({ params }) => agentToJson(await agents.get(params.publicKey)), {
+      auth: 'agent',
       detail: doc({
         tags: ['agents'],
         summary: 'Read an agent profile',
@@ -24,8 +26,9 @@ export function agentRoutes(agents: AgentsService) {
     })
     .patch(
       '/v1/agents/:publicKey',
-      async ({ params, body, request }) => agentToJson(await agents.patch(callerOf(request).publicKey, params.publicKey, body)),
+      async ({ caller, params, body, request }) => agentToJson(await agents.patch(caller.publicKey, params.publicKey, body)),
       {
+        auth: 'agent',
         detail: doc({
           tags: ['agents'],
           summary: 'Update your own profile (fields present replace whole fields)',
@@ -37,12 +40,13 @@ export function agentRoutes(agents: AgentsService) {
     )
     .delete(
       '/v1/agents/:publicKey',
-      async ({ params, request, set }) => {
-        await agents.delete(callerOf(request).publicKey, params.publicKey)
+      async ({ caller, params, request, set }) => {
+        await agents.delete(caller.publicKey, params.publicKey)
         set.status = 204
         return null
       },
       {
+        auth: 'agent',
         detail: doc({
           tags: ['agents'],
           summary: 'Delete your own agent and its data',
@@ -54,6 +58,7 @@ export function agentRoutes(agents: AgentsService) {
       },
     )
     .get('/v1/agents/:publicKey/capabilities', async ({ params }) => ({ capabilities: parseExact((await agents.get(params.publicKey)).capabilities) }), {
+      auth: 'agent',
       detail: doc({
         tags: ['agents'],
         summary: 'Full capability definitions of an agent',

@@ -1,24 +1,20 @@
 /**
  * /v1/blobs (docs/protocol.md §6). Uploads are streamed: the pipeline leaves their body unread and checks only
- * the signature headers and timestamp (markStreamedBody); the route hands the body stream to the
- * service with a function that finishes authentication once the streamed hash is known.
+ * the signature headers and timestamp (`auth: 'upload'`); the route hands the body stream to the
+ * service with `upload.verify`, which finishes authentication once the streamed hash is known.
  *
- * GET and HEAD share one handler: Elysia answers HEAD on a path with parameters by running its GET
+ * GET and HEAD share one handler (the GET route declares `head`): Elysia answers HEAD on a path with parameters by running its GET
  * handler and counting the body for Content-Length, so a HEAD gets a body that costs nothing to count
  * (see `lengthOnly`), never the file.
  */
 import { Elysia } from 'elysia'
-import { canonicalStrings } from '../../auth/canonical.ts'
+import { routeAuth } from '../route-auth.ts'
 import { RelayError, badRequest } from '../../errors.ts'
-import type { Authenticator } from '../../services/authenticator.ts'
 import type { BlobsService } from '../../services/blobs.ts'
 import { BlobResult } from '../../services/models/blob.ts'
-import { callerOf, markStreamedBody } from '../app.ts'
 import { doc, jsonResponse, pathParam } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 import { parseRange } from '../range.ts'
-import { pathWithQuery } from '../../lib/url.ts'
-import { stateOf } from '../request-state.ts'
 
 const storageHeaders = {
   'X-M2M-Storage-Used': { schema: { type: 'integer' }, description: 'bytes of your unexpired blobs, this one included' },
@@ -52,36 +48,26 @@ function inertHeaders(contentType: string): Record<string, string> {
 
 const rawBytes = (description: string) => ({ description, headers: blobHeaders, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } })
 
-export function blobRoutes(blobs: BlobsService, authenticator: Authenticator) {
-  markStreamedBody('/v1/blobs')
-  // Elysia matches a trailing slash to the same route; it must not be read as a JSON body either
-  markStreamedBody('/v1/blobs/')
-
+export function blobRoutes(blobs: BlobsService) {
   return new Elysia({ name: 'routes-blobs' })
+    .use(routeAuth)
     .post(
       '/v1/blobs',
-      async ({ request, set }) => {
-        const state = stateOf(request)
-        const pre = state?.pendingAuth
-        if (!state || !pre) throw new RelayError('unauthorized', 'Authentication required')
-        const target = pathWithQuery(request.url)
+      async ({ upload, request, set }) => {
         const outcome = await blobs.upload({
           body: request.body,
           contentLength: request.headers.get('content-length'),
           contentType: request.headers.get('content-type'),
           query: queryForUpload(request),
-          claimedKey: pre.publicKey,
-          verify: async (hash) => {
-            state.agent = await authenticator.finish(pre, canonicalStrings(request.method, target, pre.timestamp, hash))
-            await state.onAuthenticated?.(state.agent.publicKey)
-            return state.agent.publicKey
-          },
+          claimedKey: upload.claimedKey,
+          verify: upload.verify,
         })
         Object.assign(set.headers, outcome.headers)
         set.status = outcome.created ? 201 : 200
         return outcome.blob
       },
       {
+        auth: 'upload',
         detail: doc({
           tags: ['blobs'],
           summary: 'Upload raw bytes (streamed; signed over the SHA-256 of the bytes)',
@@ -98,8 +84,8 @@ export function blobRoutes(blobs: BlobsService, authenticator: Authenticator) {
     )
     .get(
       '/v1/blobs/:blobID',
-      async ({ request, params }) => {
-        const caller = callerOf(request)
+      async ({ caller, request, params }) => {
+        
         noQuery(request)
         const { row } = await blobs.open(caller.publicKey, params.blobID)
         const size = row.sizeBytes
@@ -132,6 +118,7 @@ export function blobRoutes(blobs: BlobsService, authenticator: Authenticator) {
         return new Response(whole, { status: 200, headers })
       },
       {
+        auth: { mode: 'agent', head: true },
         detail: doc({
           tags: ['blobs'],
           summary: 'Download a blob (owner, or sender/recipient of an unexpired message attaching it); HEAD for headers only',
@@ -143,14 +130,15 @@ export function blobRoutes(blobs: BlobsService, authenticator: Authenticator) {
     )
     .delete(
       '/v1/blobs/:blobID',
-      async ({ request, params, set }) => {
-        const caller = callerOf(request)
+      async ({ caller, request, params, set }) => {
+        
         noQuery(request)
         await blobs.delete(caller.publicKey, params.blobID)
         set.status = 204
         return null
       },
       {
+        auth: 'agent',
         detail: doc({
           tags: ['blobs'],
           summary: 'Delete your blob (not while an unexpired message attaches it)',

@@ -4,6 +4,7 @@
  * its own key. No outside host is ever named: the script, the styles and the icons are served here.
  */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import { consoleScript } from '../../console/bundle.ts' with { type: 'macro' }
 import pageHtml from '../../console/index.html' with { type: 'text' }
 import styles from '../../console/console.css' with { type: 'text' }
@@ -32,8 +33,9 @@ const headers = (type: string) => ({
 export function consoleRoutes() {
   const page = () => new Response(PAGE, { headers: headers('text/html; charset=utf-8') })
   return new Elysia({ name: 'routes-console' })
-    .get('/console', page, { detail: { hide: true } })
-    .get('/console/', page, { detail: { hide: true } })
-    .get('/console/console.js', () => new Response(SCRIPT, { headers: headers('text/javascript; charset=utf-8') }), { detail: { hide: true } })
-    .get('/console/console.css', () => new Response(styles, { headers: headers('text/css; charset=utf-8') }), { detail: { hide: true } })
+    .use(routeAuth)
+    .get('/console', page, { auth: 'public', detail: { hide: true } })
+    .get('/console/', page, { auth: 'public', detail: { hide: true } })
+    .get('/console/console.js', () => new Response(SCRIPT, { headers: headers('text/javascript; charset=utf-8') }), { auth: 'public', detail: { hide: true } })
+    .get('/console/console.css', () => new Response(styles, { headers: headers('text/css; charset=utf-8') }), { auth: 'public', detail: { hide: true } })
 }

@@ -3,6 +3,7 @@
  * the schemas here are documentation only.
  */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import type { DiscoveryService } from '../../services/discovery.ts'
 import { CapabilitiesQuery, CapabilityCatalog, DiscoverQuery, DiscoverResult } from '../../services/models/discovery.ts'
 import { doc, jsonResponse } from '../openapi-docs.ts'
@@ -14,7 +15,9 @@ const parametersOf = (schema: { properties: Record<string, unknown> }) =>
 
 export function discoveryRoutes(discovery: DiscoveryService) {
   return new Elysia({ name: 'routes-discovery' })
+    .use(routeAuth)
     .get('/v1/discover', ({ request }) => discovery.discover(rawQuery(request)), {
+      auth: 'agent',
       detail: doc({
         tags: ['discovery'],
         summary: 'Find public, active agents by tag, text, name or recent activity',
@@ -26,6 +29,7 @@ export function discoveryRoutes(discovery: DiscoveryService) {
       }),
     })
     .get('/v1/capabilities', ({ request }) => discovery.catalog(rawQuery(request)), {
+      auth: 'agent',
       detail: doc({
         tags: ['discovery'],
         summary: 'Tags used by public, active agents, with how many agents use each',

@@ -6,6 +6,7 @@
  */
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 // embedded as a file, not a string: served from the executable without sitting on the JS heap
 import scalarBundlePath from '../../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' }
 import { EXAMPLE, finishDocument } from '../openapi-document.ts'
@@ -100,6 +101,7 @@ const securityHeaders = { 'content-security-policy': DOCS_CSP, 'x-frame-options'
 export function docsRoutes(version: string) {
   let cached: { routes: number; doc: unknown } | undefined
   const app = new Elysia({ name: 'routes-docs' })
+    .use(routeAuth)
   const page = () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } })
   return app
     .get(
@@ -115,15 +117,15 @@ export function docsRoutes(version: string) {
         }
         return cached.doc
       },
-      { detail: { hide: true } },
+      { auth: 'public', detail: { hide: true } },
     )
-    .get('/docs', page, { detail: { hide: true } })
-    .get('/docs/', page, { detail: { hide: true } })
+    .get('/docs', page, { auth: 'public', detail: { hide: true } })
+    .get('/docs/', page, { auth: 'public', detail: { hide: true } })
     .get(
       '/docs/scalar.js',
       () => new Response(Bun.file(scalarBundlePath), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400', ...securityHeaders } }),
-      { detail: { hide: true } },
+      { auth: 'public', detail: { hide: true } },
     )
-    .get('/docs/init.js', () => new Response(INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { detail: { hide: true } })
-    .get('/docs/start.js', () => new Response(START, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { detail: { hide: true } })
+    .get('/docs/init.js', () => new Response(INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { auth: 'public', detail: { hide: true } })
+    .get('/docs/start.js', () => new Response(START, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache', ...securityHeaders } }), { auth: 'public', detail: { hide: true } })
 }

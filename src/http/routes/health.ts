@@ -1,5 +1,6 @@
 /** Health endpoints (docs/protocol.md §10); no authentication. */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import type { HealthService } from '../../services/health.ts'
 import { doc, jsonResponse } from '../openapi-docs.ts'
 
@@ -30,7 +31,9 @@ const Details = {
 
 export function healthRoutes(health: HealthService) {
   return new Elysia({ name: 'routes-health' })
+    .use(routeAuth)
     .get('/v1/health', () => ({ status: 'ok' }), {
+      auth: 'public',
       detail: doc({
         tags: ['health'],
         summary: 'Liveness',
@@ -41,6 +44,7 @@ export function healthRoutes(health: HealthService) {
     })
     // for probes that tell liveness from readiness (MRP's path); touches no database
     .get('/v1/health/live', () => ({ status: 'ok' }), {
+      auth: 'public',
       detail: doc({
         tags: ['health'],
         summary: 'Liveness (no database access)',
@@ -58,6 +62,7 @@ export function healthRoutes(health: HealthService) {
         return { status: 'unavailable', problems }
       },
       {
+        auth: 'public',
         detail: doc({
           tags: ['health'],
           summary: 'Readiness: database and blob directory writable',
@@ -68,6 +73,7 @@ export function healthRoutes(health: HealthService) {
       },
     )
     .get('/v1/health/details', () => health.details(), {
+      auth: 'public',
       detail: doc({
         tags: ['health'],
         summary: 'Version, uptime and the state of each component',

@@ -4,10 +4,10 @@
  * routes carry their schemas as documentation only.
  */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import { stringifyJson } from '../../lib/json-text.ts'
 import type { MessagesService } from '../../services/messages.ts'
 import { MESSAGE_LIMITS, Message, MessagePage, MessageStatusResult, SendMessageInput, SendResult } from '../../services/models/message.ts'
-import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams, rateLimitHeaders } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
@@ -24,15 +24,17 @@ const exactJson = (value: unknown) => new Response(stringifyJson(value), { heade
 
 export function messageRoutes(messages: MessagesService) {
   return new Elysia({ name: 'routes-messages' })
+    .use(routeAuth)
     .post(
       '/v1/messages',
-      async ({ request, body, set }) => {
-        const { rate, ...result } = await messages.send(callerOf(request), body)
+      async ({ caller, request, body, set }) => {
+        const { rate, ...result } = await messages.send(caller, body)
         Object.assign(set.headers, rate.headers)
         set.status = 201
         return result
       },
       {
+        auth: { mode: 'agent', ownLimit: true },
         detail: doc({
           tags: ['messages'],
           summary: 'Send a message',
@@ -46,12 +48,13 @@ export function messageRoutes(messages: MessagesService) {
     )
     .get(
       '/v1/messages',
-      async ({ request, set }) => {
-        const { rate, ...page } = await messages.poll(callerOf(request).publicKey, rawQuery(request))
+      async ({ caller, request, set }) => {
+        const { rate, ...page } = await messages.poll(caller.publicKey, rawQuery(request))
         Object.assign(set.headers, rate.headers)
         return exactJson(page)
       },
       {
+        auth: { mode: 'agent', ownLimit: true },
         detail: doc({
           tags: ['messages'],
           summary: 'Poll your inbox, oldest first (returned sent messages become delivered)',
@@ -68,8 +71,9 @@ export function messageRoutes(messages: MessagesService) {
     )
     .get(
       '/v1/messages/threads/:threadID',
-      async ({ request, params }) => exactJson(await messages.thread(callerOf(request).publicKey, params.threadID, rawQuery(request))),
+      async ({ caller, request, params }) => exactJson(await messages.thread(caller.publicKey, params.threadID, rawQuery(request))),
       {
+        auth: 'agent',
         detail: doc({
           tags: ['messages'],
           summary: 'Messages of a thread that you sent or received, oldest first',
@@ -78,7 +82,8 @@ export function messageRoutes(messages: MessagesService) {
         }),
       },
     )
-    .get('/v1/messages/:messageID', async ({ request, params }) => exactJson(await messages.get(callerOf(request).publicKey, params.messageID)), {
+    .get('/v1/messages/:messageID', async ({ caller, request, params }) => exactJson(await messages.get(caller.publicKey, params.messageID)), {
+      auth: 'agent',
       detail: doc({
         tags: ['messages'],
         summary: 'Read a message (sender or recipient; the recipient reading it marks it delivered)',
@@ -88,8 +93,9 @@ export function messageRoutes(messages: MessagesService) {
     })
     .get(
       '/v1/messages/:messageID/status',
-      async ({ request, params }) => await messages.status(callerOf(request).publicKey, params.messageID),
+      async ({ caller, request, params }) => await messages.status(caller.publicKey, params.messageID),
       {
+        auth: 'agent',
         detail: doc({
           tags: ['messages'],
           summary: 'Delivery status of a message (sender or recipient)',

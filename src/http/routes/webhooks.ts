@@ -1,16 +1,18 @@
 /** /v1/agents/{publicKey}/webhook (docs/protocol.md §9): owner only; the webhooks service validates bodies. */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import { KeyOrMe } from '../../services/models/agent.ts'
 import { WebhookConfig, WebhookPutInput } from '../../services/models/webhook.ts'
 import { webhookToJson, type WebhooksService } from '../../services/webhooks.ts'
-import { callerOf } from '../app.ts'
 import { doc, jsonBody, jsonResponse, pathParam } from '../openapi-docs.ts'
 
 const key = [pathParam('publicKey', KeyOrMe)]
 
 export function webhookRoutes(webhooks: WebhooksService) {
   return new Elysia({ name: 'routes-webhooks' })
-    .put('/v1/agents/:publicKey/webhook', async ({ request, params, body }) => webhookToJson(await webhooks.put(callerOf(request).publicKey, params.publicKey, body)), {
+    .use(routeAuth)
+    .put('/v1/agents/:publicKey/webhook', async ({ caller, request, params, body }) => webhookToJson(await webhooks.put(caller.publicKey, params.publicKey, body)), {
+      auth: 'agent',
       detail: doc({
         tags: ['webhooks'],
         summary: 'Register or replace your webhook (enabled, failure count reset)',
@@ -22,7 +24,8 @@ export function webhookRoutes(webhooks: WebhooksService) {
         responses: { 200: jsonResponse(WebhookConfig, 'The webhook configuration (never the secret)') },
       }),
     })
-    .get('/v1/agents/:publicKey/webhook', async ({ request, params }) => webhookToJson(await webhooks.get(callerOf(request).publicKey, params.publicKey)), {
+    .get('/v1/agents/:publicKey/webhook', async ({ caller, request, params }) => webhookToJson(await webhooks.get(caller.publicKey, params.publicKey)), {
+      auth: 'agent',
       detail: doc({
         tags: ['webhooks'],
         summary: 'Your webhook configuration',
@@ -32,12 +35,13 @@ export function webhookRoutes(webhooks: WebhooksService) {
     })
     .delete(
       '/v1/agents/:publicKey/webhook',
-      async ({ request, params, set }) => {
-        await webhooks.delete(callerOf(request).publicKey, params.publicKey)
+      async ({ caller, request, params, set }) => {
+        await webhooks.delete(caller.publicKey, params.publicKey)
         set.status = 204
         return null
       },
       {
+        auth: 'agent',
         detail: doc({
           tags: ['webhooks'],
           summary: 'Remove your webhook; pending deliveries are cancelled',

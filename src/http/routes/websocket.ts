@@ -3,18 +3,20 @@
  * server hands it to the socket hub first. A plain signed GET gets a 400 saying how to connect.
  */
 import { Elysia } from 'elysia'
+import { routeAuth } from '../route-auth.ts'
 import { RelayError } from '../../errors.ts'
-import { callerOf } from '../app.ts'
 import { doc } from '../openapi-docs.ts'
 
 export function websocketRoutes() {
-  return new Elysia({ name: 'routes-websocket' }).get(
+  return new Elysia({ name: 'routes-websocket' })
+    .use(routeAuth).get(
     '/v1/ws',
-    ({ request }) => {
-      callerOf(request)
+    ({ caller, request }) => {
+      caller
       throw new RelayError('bad_request', 'This is the WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)')
     },
     {
+      auth: 'agent',
       detail: doc({
         tags: ['websocket'],
         summary: 'WebSocket: pushed messages, acks and sends (upgrade; JSON text frames)',

@@ -1,5 +1,5 @@
 /** Your access list: who may write to you under an allowlist or blocklist inbox policy. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import { RelayApiError } from '../../client/index.ts'
 import type { Bridge } from '../bridge.ts'

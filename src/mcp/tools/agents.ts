@@ -1,26 +1,58 @@
 /** Tools about agents: who am I, my profile, finding others and reading their profiles. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { Bridge } from '../bridge.ts'
-import { Agent, Capability, Connection, Cursor, DiscoveryEntry, PublicKey } from '../schemas.ts'
+import { Agent, Capability, Connection, Cursor, DiscoveryEntry, PublicKey, Tag } from '../schemas.ts'
 import { READS, WRITES, defineTool } from '../tool.ts'
+import { EncryptionFacts, encryptionFacts } from '../encryption-facts.ts'
 
 export function registerAgentTools(server: McpServer, bridge: Bridge): void {
   defineTool(server, 'relay_whoami', {
     title: 'Who am I on the relay',
     description:
       "This agent's public key (its address: give it to others so they can write to you), its profile on the relay, " +
-      'the relay URL, how the bridge is receiving, and how many received messages are not yet acknowledged.',
+      'the relay URL, how the bridge is receiving, what waits in the inbox, which local directories the file tools may use, ' +
+      'and whether messages are end-to-end encrypted.',
     input: {},
-    output: { public_key: z.string(), relay_url: z.string(), agent: Agent, pending_count: z.number().int(), connection: Connection },
+    output: {
+      public_key: z.string(),
+      relay_url: z.string(),
+      agent: Agent,
+      pending_count: z.number().int(),
+      inbox: z.object({
+        pending_count: z.number().int().describe('received and not yet acknowledged'),
+        oldest_pending_at: z.string().nullable(),
+        senders: z.number().int().describe('distinct senders among the pending messages'),
+        rule: z.string(),
+      }),
+      files: z.object({
+        directories: z.array(z.string()).describe('the only places relay_upload, relay_send attachments and relay_download may read or write'),
+        download_dir: z.string(),
+        overwrite_allowed: z.boolean(),
+      }),
+      encryption: EncryptionFacts,
+      connection: Connection,
+    },
     annotations: READS,
-    run: async () => ({
-      public_key: bridge.publicKey,
-      relay_url: bridge.relayUrl,
-      agent: await bridge.client.getAgent(),
-      pending_count: bridge.inbox.count,
-      connection: bridge.inbox.status(),
-    }),
+    run: async () => {
+      await bridge.inbox.whenSynced()
+      const pending = bridge.inbox.list({ limit: Number.MAX_SAFE_INTEGER }).messages
+      return {
+        public_key: bridge.publicKey,
+        relay_url: bridge.relayUrl,
+        agent: await bridge.client.getAgent(),
+        pending_count: pending.length,
+        inbox: {
+          pending_count: pending.length,
+          oldest_pending_at: pending[0]?.created_at ?? null,
+          senders: new Set(pending.map((m) => m.sender_key)).size,
+          rule: 'A message stays in the inbox, and comes back after a restart, until relay_ack; reading never removes it.',
+        },
+        files: { directories: bridge.files.roots, download_dir: bridge.files.downloadDir, overwrite_allowed: bridge.files.allowOverwrite },
+        encryption: encryptionFacts(bridge),
+        connection: bridge.inbox.status(),
+      }
+    },
   })
 
   defineTool(server, 'relay_update_profile', {
@@ -47,7 +79,7 @@ export function registerAgentTools(server: McpServer, bridge: Bridge): void {
       'Public, active agents, most recently active first, matched by capability tags (all must match), words (each matching as a prefix in ' +
       'capability names, descriptions and names), part of the name, or recent activity. Give at least one of tags, q, name, active_since.',
     input: {
-      tags: z.array(z.string().min(1).max(64)).max(20).optional().describe('capability tags; an agent must have all of them'),
+      tags: z.array(Tag).max(20).optional().describe('capability tags; an agent must have all of them'),
       q: z.string().max(512).optional().describe('words to search for'),
       name: z.string().max(256).optional().describe('part of the display name'),
       active_since: z.string().optional().describe('RFC 3339 time: only agents active since then'),

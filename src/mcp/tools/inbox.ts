@@ -2,7 +2,7 @@
  * The non-destructive inbox: list what was received and not yet acknowledged, acknowledge what has been
  * handled, and wait for a message. Reading never changes anything; relay_ack is the only way out.
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { Bridge } from '../bridge.ts'
 import { Connection, Cursor, Message, MessageId, PublicKey } from '../schemas.ts'
@@ -81,7 +81,7 @@ export function registerInboxTools(server: McpServer, bridge: Bridge): void {
       const started = Date.now()
       const stopProgress = reportProgress(extra, started)
       try {
-        const message = await bridge.inbox.wait(filter, { timeoutMs: (timeout_s ?? DEFAULT_WAIT_S) * 1000, newOnly: new_only, signal: extra.signal })
+        const message = await bridge.inbox.wait(filter, { timeoutMs: (timeout_s ?? DEFAULT_WAIT_S) * 1000, newOnly: new_only, signal: extra.mcpReq.signal })
         return {
           message,
           timed_out: message === null,
@@ -98,11 +98,11 @@ export function registerInboxTools(server: McpServer, bridge: Bridge): void {
 
 /** notifications/progress every few seconds while waiting, when the caller asked for progress. */
 function reportProgress(extra: ToolExtra, started: number): () => void {
-  const token = extra._meta?.progressToken
+  const token = extra.mcpReq._meta?.progressToken
   if (token === undefined) return () => {}
   const timer = setInterval(() => {
     const seconds = Math.round((Date.now() - started) / 1000)
-    extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: seconds, message: `waiting for a message (${seconds} s)` } }).catch(() => {})
+    extra.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: seconds, message: `waiting for a message (${seconds} s)` } }).catch(() => {})
   }, PROGRESS_EVERY_MS)
   return () => clearInterval(timer)
 }

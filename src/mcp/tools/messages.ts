@@ -1,5 +1,5 @@
 /** Tools that send and read messages: send, reply, one message, a thread, a delivery status. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { SendMessageInput } from '../../client/index.ts'
 import type { AttachmentSpec, Bridge } from '../bridge.ts'

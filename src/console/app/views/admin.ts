@@ -1,7 +1,7 @@
 /** Operator views, shown when the loaded key is one of RELAY_ADMIN_KEYS: the /v1/admin API. */
 import { call, withQuery } from '../api.ts'
 import { attempt, type Ctx, type View } from '../context.ts'
-import { KEY_PATTERN, field, fill, h, shortKey, when } from '../dom.ts'
+import { KEY_PATTERN, field, fill, h, shortKey, svg, when } from '../dom.ts'
 
 const bytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(1)} GiB`)
 
@@ -40,14 +40,6 @@ async function statsSection(ctx: Ctx, el: HTMLElement): Promise<void> {
       h('dd', {}, `${bytes(s.database.size_bytes)} + ${bytes(s.database.wal_bytes)} WAL`),
     ),
   )
-}
-
-const SVG = 'http://www.w3.org/2000/svg'
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, ...children: (SVGElement | string)[]): SVGElementTagNameMap[K] {
-  const el = document.createElementNS(SVG, tag)
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v))
-  for (const c of children) el.append(c)
-  return el
 }
 
 interface TrafficMinute {

@@ -1,8 +1,56 @@
 /** Inbox (live over the WebSocket, with ack), threads, sending with attachments, message status. */
-import { call, download, upload, withQuery } from '../api.ts'
+import { ApiError, call, download, fetchBlob, saveFile, upload, withQuery } from '../api.ts'
 import { attempt, type Ctx, type View } from '../context.ts'
-import { KEY_PATTERN, field, fill, h, when } from '../dom.ts'
+import { KEY_PATTERN, field, fill, h, lockIcon, when } from '../dom.ts'
+import { decryptAttachment, encryptFile, forgetDeclaration, NO_AGREEMENT_KEY, openForDisplay, sealForSend, versionFor, type Lock } from '../e2e.ts'
 import { agentLabel } from '../names.ts'
+
+/** Why a message does not open, in words; the format's reason code beside it. */
+const FAILURE_TEXT: Record<string, string> = {
+  no_key: 'this browser holds no decryption key for this agent',
+  bad_key: 'not encrypted for this key (or a key in it is unusable)',
+  authentication_failed: 'wrong key, or changed on the way (tampered)',
+  bad_signature: "the sender's signature inside does not verify (tampered or forged)",
+  unsupported_version: 'an encryption version this console does not read',
+  malformed: 'not a well-formed encrypted message',
+  truncated: 'cut short',
+}
+
+/** The lock of an encrypted message: how it was encrypted, or why it does not open. */
+function lockLine(m: any): HTMLElement | null {
+  const lock = m.lock as Lock | undefined
+  if (!lock) return null
+  if (lock.error) {
+    return h(
+      'div',
+      { class: 'lock failed', role: 'note' },
+      lockIcon(),
+      h('strong', {}, 'Encrypted; cannot be decrypted: '),
+      `${FAILURE_TEXT[lock.error.reason] ?? lock.error.reason} `,
+      h('code', { class: 'reason' }, lock.error.reason),
+      h('small', { class: 'detail' }, lock.error.message),
+    )
+  }
+  const how = lock.outgoing
+    ? `end-to-end encrypted (v${lock.version}) for the recipient: only its key opens it`
+    : `end-to-end encrypted (v${lock.version}), ${lock.sender_verified ? 'sender verified' : lock.signer_key ? `signed by another key ${lock.signer_key}` : 'sender not verified'}`
+  return h('div', { class: 'lock ok', title: how }, lockIcon(), h('span', { class: 'lock-text' }, how))
+}
+
+/** Opens every encrypted message of a page (one at a time: each may ask WebCrypto for a DH). */
+export async function openAll(ctx: Ctx, messages: any[]): Promise<any[]> {
+  const out: any[] = []
+  for (const m of messages) out.push(await openForDisplay(ctx.id, m))
+  return out
+}
+
+async function downloadAttachment(ctx: Ctx, m: any, a: any): Promise<void> {
+  const name = a.filename ?? a.blob_id
+  if (!a.encrypted) return download(ctx.id, a.blob_id, name)
+  if (m.lock?.outgoing) throw new Error('this attachment is encrypted for the recipient; only its key opens it')
+  saveFile(await decryptAttachment(ctx.id, m, a, await fetchBlob(ctx.id, a.blob_id)), name)
+  ctx.notify(`Decrypted ${name}`)
+}
 
 /**
  * A body as people read it: text as text — a JSON string, or an object whose `text` is a string (what
@@ -23,9 +71,10 @@ export function messageBody(body: unknown): HTMLElement {
 /** One message as a card: sender, time, body, attachments with download buttons, and actions. */
 export function messageCard(ctx: Ctx, m: any, actions: HTMLElement[] = []): HTMLElement {
   const mine = m.sender_key === ctx.id.publicKey
+  const sealed = m.lock?.error || m.lock?.outgoing
   return h(
     'article',
-    { class: `message ${m.status}`, 'data-message-id': m.message_id, 'aria-label': `Message ${m.message_id}` },
+    { class: `message ${m.status}${m.lock ? ' encrypted' : ''}`, 'data-message-id': m.message_id, 'aria-label': `Message ${m.message_id}` },
     h(
       'header',
       {},
@@ -33,7 +82,9 @@ export function messageCard(ctx: Ctx, m: any, actions: HTMLElement[] = []): HTML
       h('time', { datetime: m.created_at }, when(m.created_at)),
       h('span', { class: `badge ${m.status}` }, m.status),
     ),
-    messageBody(m.body),
+    lockLine(m),
+    // an envelope that does not open is never shown as if it were the text
+    sealed ? null : messageBody(m.body),
     m.attachments?.length
       ? h(
           'ul',
@@ -44,10 +95,11 @@ export function messageCard(ctx: Ctx, m: any, actions: HTMLElement[] = []): HTML
               {},
               h(
                 'button',
-                { type: 'button', onclick: () => attempt(ctx, 'Download', () => download(ctx.id, a.blob_id, a.filename ?? a.blob_id)) },
+                { type: 'button', onclick: () => attempt(ctx, 'Download', () => downloadAttachment(ctx, m, a)) },
                 `Download ${a.filename ?? a.blob_id}`,
               ),
-              ` ${a.content_type}, ${a.size} bytes`,
+              a.encrypted ? [' ', lockIcon('encrypted: decrypted in this browser as it downloads')] : null,
+              ` ${a.content_type}, ${a.size} bytes${a.encrypted ? ' (encrypted)' : ''}`,
             ),
           ),
         )
@@ -90,7 +142,8 @@ export const inboxView: View = (ctx, root) => {
   const loadDelivered = () =>
     attempt(ctx, 'Loading delivered messages', async () => {
       const page = await call(ctx.id, 'GET', withQuery('/v1/messages', { status: 'delivered', limit: 50 }))
-      fill(delivered, page.messages.length ? page.messages.reverse().map((m: any) => messageCard(ctx, m)) : h('p', { class: 'muted' }, 'None.'))
+      const opened = await openAll(ctx, page.messages.reverse())
+      fill(delivered, opened.length ? opened.map((m: any) => messageCard(ctx, m)) : h('p', { class: 'muted' }, 'None.'))
     })
   ctx.inboxChanged = render
   render()
@@ -112,7 +165,8 @@ export const threadsView: View = (ctx, root, arg) => {
     if (!input.value) return
     await attempt(ctx, 'Loading the thread', async () => {
       const page = await call(ctx.id, 'GET', withQuery(`/v1/messages/threads/${encodeURIComponent(input.value)}`, { limit: 100 }))
-      fill(out, page.messages.length ? page.messages.map((m: any) => messageCard(ctx, m)) : h('p', { class: 'muted' }, 'No message of yours in this thread.'))
+      const opened = await openAll(ctx, page.messages)
+      fill(out, opened.length ? opened.map((m: any) => messageCard(ctx, m)) : h('p', { class: 'muted' }, 'No message of yours in this thread.'))
     })
   }
   const form = h('form', { onsubmit: (e: Event) => (e.preventDefault(), void load()) }, field('Thread id', input), h('button', { type: 'submit' }, 'Show thread'))
@@ -131,7 +185,31 @@ export const sendView: View = (ctx, root, arg) => {
   const result = h('div', { class: 'result', 'aria-live': 'polite' })
   const submit = h('button', { type: 'submit' }, 'Send')
 
-  const send = async () => {
+  const plain = h('input', { type: 'checkbox', name: 'plain', id: 'send-plain' })
+  const encryption = h('p', { class: 'encryption-note muted', id: 'encryption-note', 'aria-live': 'polite' })
+  /** What a send to the recipient typed will be: encrypted by its declaration, or plaintext. */
+  const describe = async () => {
+    const key = to.value.trim()
+    if (!to.checkValidity() || !key) return fill(encryption)
+    if (plain.checked) return fill(encryption, 'Plaintext: the relay can read the body and the files.')
+    let version: number | null = null
+    try {
+      version = await versionFor(ctx.id, key)
+    } catch {
+      return fill(encryption)
+    }
+    if (version && !ctx.id.agreementKey) return fill(encryption, h('span', { class: 'error' }, NO_AGREEMENT_KEY))
+    fill(
+      encryption,
+      version
+        ? [lockIcon(), ' ', `End-to-end encrypted (v${version}): the recipient declares it reads encrypted messages. The relay sees who, when and how large, not the body or the files.`]
+        : 'Plaintext: the recipient declares no encryption support (its inbox may still require it; the send then switches to encrypted).',
+    )
+  }
+  to.addEventListener('change', () => void describe())
+  plain.addEventListener('change', () => void describe())
+
+  const send = async (force = false): Promise<void> => {
     let parsedBody: unknown = undefined
     if (body.value !== '') {
       if (kind.value === 'json') {
@@ -144,36 +222,65 @@ export const sendView: View = (ctx, root, arg) => {
         }
       } else parsedBody = body.value
     }
+    const recipient = to.value.trim()
     submit.disabled = true
     try {
-      const attachments: { blob_id: string; filename: string }[] = []
+      const version = plain.checked ? null : await attempt(ctx, "Reading the recipient's profile", () => versionFor(ctx.id, recipient, force))
+      if (version === undefined) return
+      if (version && !ctx.id.agreementKey) return ctx.notify(NO_AGREEMENT_KEY, 'error')
+      const attachments: Record<string, unknown>[] = []
       fill(progress)
       for (const file of Array.from(files.files ?? [])) {
         const bar = h('progress', { max: file.size || 1, value: 0, 'aria-label': `Uploading ${file.name}` })
-        const pct = h('span', {}, '0 %')
+        const pct = h('span', {}, version ? 'encrypting…' : '0 %')
         progress.appendChild(h('div', { class: 'upload' }, h('span', {}, file.name), bar, pct))
+        const sealed = version ? await attempt(ctx, `Encrypting ${file.name}`, () => encryptFile(ctx.id, file, recipient, version)) : null
+        if (version && !sealed) return
         const blob = await attempt(ctx, `Uploading ${file.name}`, () =>
-          upload(ctx.id, file, (sent, total) => {
+          upload(ctx.id, sealed ? sealed.ciphertext : file, (sent, total) => {
             bar.max = total || 1
             bar.value = sent
             pct.textContent = `${Math.round((sent / (total || 1)) * 100)} %`
           }),
         )
         if (!blob) return
-        pct.textContent = `done: ${blob.blob_id}`
-        attachments.push({ blob_id: blob.blob_id, filename: file.name })
+        pct.textContent = `done: ${blob.blob_id}${sealed ? ' (encrypted)' : ''}`
+        attachments.push(sealed ? { blob_id: blob.blob_id, filename: file.name, encrypted: true, dek_enc: sealed.dek_enc, dek_ct: sealed.dek_ct } : { blob_id: blob.blob_id, filename: file.name })
       }
-      const message: Record<string, unknown> = { recipient_key: to.value.trim(), content_type: kind.value === 'json' ? 'application/json' : 'text/plain' }
+      const message: Record<string, unknown> = { recipient_key: recipient, content_type: kind.value === 'json' ? 'application/json' : 'text/plain' }
       if (parsedBody !== undefined) message.body = parsedBody
       if (attachments.length) message.attachments = attachments
       if (thread.value) message.thread_id = thread.value
       if (reply.value) message.in_reply_to = reply.value
-      const sent = await attempt(ctx, 'Sending', () => call(ctx.id, 'POST', '/v1/messages', message))
-      if (!sent) return
-      ctx.notify(`Sent ${sent.message_id}`, 'ok')
+      let sent: any
+      try {
+        sent = await call(ctx.id, 'POST', '/v1/messages', version ? await sealForSend(ctx.id, message, version) : message)
+      } catch (err) {
+        // the recipient's inbox takes encrypted messages only: send again encrypted, unless plaintext was asked for
+        if (err instanceof ApiError && err.code === 'encryption_required' && !version && !plain.checked && !force) {
+          forgetDeclaration(recipient)
+          ctx.notify('The recipient accepts only encrypted messages: sending it encrypted')
+          submit.disabled = false
+          return send(true)
+        }
+        const e = err as { code?: string; message?: string }
+        return ctx.notify(`Sending failed: ${e.message ?? String(err)}${e.code ? ` (${e.code})` : ''}`, 'error')
+      }
+      ctx.sent.add(sent.message_id)
+      const how = version ? `end-to-end encrypted, v${version}` : 'plaintext'
+      ctx.notify(`Sent ${sent.message_id} (${how})`, 'ok')
       fill(
         result,
-        h('p', {}, 'Sent ', h('code', { class: 'sent-id' }, sent.message_id), ' ', h('button', { type: 'button', onclick: () => ctx.go('status', { id: sent.message_id }) }, 'Status')),
+        h(
+          'p',
+          {},
+          'Sent ',
+          h('code', { class: 'sent-id' }, sent.message_id),
+          ' ',
+          h('span', { class: 'sent-how' }, `(${how})`),
+          ' ',
+          h('button', { type: 'button', onclick: () => ctx.go('status', { id: sent.message_id }) }, 'Status'),
+        ),
       )
       body.value = ''
       files.value = ''
@@ -191,14 +298,17 @@ export const sendView: View = (ctx, root, arg) => {
       field('Recipient public key', to),
       field('Body format', kind),
       field('Body', body, 'Text is sent as a JSON string with content type text/plain; JSON as the value itself.'),
-      field('Attachments', files, 'Each file is uploaded as a blob first, then attached.'),
+      field('Attachments', files, 'Each file is uploaded as a blob first, then attached; encrypted in this browser first when the message is.'),
       progress,
+      h('div', { class: 'field check' }, plain, h('label', { for: 'send-plain' }, 'Send in plaintext (no end-to-end encryption)')),
+      encryption,
       h('details', {}, h('summary', {}, 'Thread and reply'), field('Thread id', thread), field('In reply to (message id)', reply)),
       submit,
     ),
     result,
   )
   ;(arg.to ? body : to).focus()
+  if (arg.to) void describe()
 }
 
 export const statusView: View = (ctx, root, arg) => {
