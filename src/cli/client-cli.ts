@@ -9,6 +9,7 @@ import { RelayApiError, RelayClient, decodeKeyFile, type KeyPair } from '../clie
 import { UsageError, parseArgs } from './args.ts'
 import type { CommandContext, CommandSpec, FlagSpec } from './commands/command.ts'
 import { CLIENT_COMMANDS } from './commands/index.ts'
+import { declarationMarker } from './declaration-marker.ts'
 import { errorLine } from './format.ts'
 
 export const DEFAULT_RELAY_URL = 'http://127.0.0.1:8080'
@@ -144,7 +145,7 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
       json: parsed.flags.json === 'true',
       relayUrl,
       keyFile,
-      client: () => (client ??= makeClient(relayUrl!, keyFile, (line) => void io.stderr.write(line))),
+      client: () => (client ??= makeClient(relayUrl!, keyFile, (line) => void io.stderr.write(line), spec.publishesDeclaration !== false && io.env.RELAY_PUBLISH_ENCRYPTION !== 'false')),
       out: {
         text: (s) => void io.stdout.write(s),
         json: (v) => void io.stdout.write(JSON.stringify(v, null, 2) + '\n'),
@@ -164,9 +165,9 @@ export async function runClientCommand(argv: string[], io: ClientIo): Promise<nu
   }
 }
 
-function makeClient(relayUrl: string, keyFile: string, warn: (line: string) => void): RelayClient {
+function makeClient(relayUrl: string, keyFile: string, warn: (line: string) => void, publish: boolean): RelayClient {
   // the client names the URL when nothing answers (RelayConnectionError) or something else does (NotARelayError)
-  return new RelayClient({ baseUrl: relayUrl, keys: readKeyFile(keyFile, warn) })
+  return new RelayClient({ baseUrl: relayUrl, keys: readKeyFile(keyFile, warn), encryption: { publish: publish && declarationMarker(keyFile) } })
 }
 
 /**

@@ -84,7 +84,23 @@ export interface ClientEncryptionOptions {
    * (default true); false encrypts only when a send asks with `encrypt`.
    */
   autoEncrypt?: boolean
+  /**
+   * Publish `metadata.encryption` on your profile before the first signed request, when the profile
+   * has no `encryption` entry at all (an entry of any shape, even one declaring nothing, is left
+   * alone). Default false; the command-line client turns it on. A DeclarationMemory remembers that it
+   * was done, so later clients of the same key skip even the profile read.
+   */
+  publish?: boolean | DeclarationMemory
 }
+
+/** Where a client remembers that a key's profile carries an encryption entry on a relay. */
+export interface DeclarationMemory {
+  has(relayUrl: string, publicKey: string): boolean
+  remember(relayUrl: string, publicKey: string): void
+}
+
+/** What ensureEncryptionDeclared() found: remembered (no request), present (one read), published (read + write). */
+export type DeclarationOutcome = 'remembered' | 'present' | 'published'
 
 /** listen() options: the handler gets messages decrypted (see ReceivedMessageJson). */
 export type ClientListenOptions = Omit<ListenOptions, 'onMessage'> & {
@@ -125,12 +141,51 @@ export class RelayClient {
   readonly encryption: ClientEncryption
   private readonly decrypt: boolean
   private readonly autoEncrypt: boolean
+  private readonly declarationMemory?: DeclarationMemory
+  private declared?: Promise<DeclarationOutcome>
 
   constructor(opts: ClientOptions & { encryption?: ClientEncryptionOptions }) {
     this.transport = new Transport(opts)
     this.encryption = new ClientEncryption(this.transport, opts.encryption?.primitives)
     this.decrypt = opts.encryption?.decrypt !== false
     this.autoEncrypt = opts.encryption?.autoEncrypt !== false
+    const publish = opts.encryption?.publish
+    if (publish) {
+      if (typeof publish === 'object') this.declarationMemory = publish
+      this.transport.beforeFirstRequest = () => this.ensureEncryptionDeclared()
+    }
+  }
+
+  /**
+   * Publishes that you read encrypted messages (`metadata.encryption`, the rest of the metadata kept)
+   * unless your profile already has an `encryption` entry — once per client; with the `publish`
+   * memory, once per key and relay. A failure is thrown and tried again on the next call.
+   */
+  ensureEncryptionDeclared(): Promise<DeclarationOutcome> {
+    return (this.declared ??= this.declareOnce().catch((err) => {
+      this.declared = undefined
+      throw err
+    }))
+  }
+
+  private async declareOnce(): Promise<DeclarationOutcome> {
+    const memory = this.declarationMemory
+    const { baseUrl } = this.transport
+    if (memory?.has(baseUrl, this.publicKey)) return 'remembered'
+    const path = `/v1/agents/${this.publicKey}`
+    const me = await this.transport.json<AgentJson>('GET', path, undefined, { prelude: false })
+    const metadata = (me.metadata ?? {}) as Record<string, unknown>
+    let outcome: DeclarationOutcome = 'present'
+    if (!Object.hasOwn(metadata, ENCRYPTION_METADATA_KEY)) {
+      await this.transport.json('PATCH', path, { metadata: { ...metadata, [ENCRYPTION_METADATA_KEY]: encryptionDeclaration(false) } }, { prelude: false })
+      outcome = 'published'
+    }
+    try {
+      memory?.remember(baseUrl, this.publicKey)
+    } catch {
+      // a memory that cannot be written costs one profile read next time, nothing more
+    }
+    return outcome
   }
 
   private opened<T extends MessageJson>(message: T): T & ReceivedMessageJson {
@@ -427,7 +482,8 @@ export class RelayClient {
    * with exponential backoff and a fresh auth frame, and acks each message once `onMessage` resolved
    * (unless `autoAck: false`). A message whose handler throws stays `sent` and comes again later.
    */
-  listen(opts: ClientListenOptions): Promise<void> {
+  async listen(opts: ClientListenOptions): Promise<void> {
+    await this.transport.prelude()
     if (!this.decrypt) return listenLoop(this.transport, opts)
     // decryption never throws: a message that does not open reaches the handler marked with the reason
     return listenLoop(this.transport, { ...opts, onMessage: (message, socket) => opts.onMessage(this.opened(message), socket) })

@@ -130,6 +130,12 @@ export class Transport {
   /** Retrying of 429 answers; change it to change every later call (`{ retries: 0 }` turns it off). */
   rateLimitRetry: RateLimitRetry
   onRateLimited?: (info: RateLimitedInfo) => void
+  /**
+   * Run once, before the first signed request (its failure is ignored): the client publishes its
+   * encryption declaration here. Its own requests pass `{ prelude: false }`.
+   */
+  beforeFirstRequest?: () => Promise<unknown>
+  private preludeRun?: Promise<void>
   private readonly now: () => number
 
   constructor(opts: ClientOptions) {
@@ -178,8 +184,19 @@ export class Transport {
     return new Request(this.baseUrl + pathWithQuery, { method, headers: h, body: bytes as Uint8Array<ArrayBuffer> | undefined })
   }
 
+  /** Resolves once `beforeFirstRequest` has run (at once when there is none). */
+  prelude(): Promise<void> {
+    const hook = this.beforeFirstRequest
+    if (!hook) return Promise.resolve()
+    return (this.preludeRun ??= hook().then(
+      () => {},
+      () => {},
+    ))
+  }
+
   /** Sends a signed request once and returns the raw Response (no error mapping, no retry). */
-  send(method: string, pathWithQuery: string, body?: unknown, headers?: Record<string, string>): Promise<Response> {
+  async send(method: string, pathWithQuery: string, body?: unknown, headers?: Record<string, string>): Promise<Response> {
+    await this.prelude()
     return this.fetchFn(this.buildRequest(method, pathWithQuery, body, headers))
   }
 
@@ -187,7 +204,8 @@ export class Transport {
    * Sends `build()` — called again for each attempt, so every attempt is signed afresh — and retries
    * answers 429 after their Retry-After while `rateLimitRetry` allows. Returns the last answer as is.
    */
-  async sendWithRetry(method: string, pathWithQuery: string, build: () => Request): Promise<Response> {
+  async sendWithRetry(method: string, pathWithQuery: string, build: () => Request, opts: { prelude?: boolean } = {}): Promise<Response> {
+    if (opts.prelude !== false) await this.prelude()
     for (let attempt = 1; ; attempt++) {
       const res = await this.fetchFn(build())
       if (res.status !== 429 || attempt > this.rateLimitRetry.retries) return res
@@ -200,8 +218,8 @@ export class Transport {
   }
 
   /** Sends a signed request (retrying 429); resolves with the parsed JSON (undefined for 204), throws RelayApiError. */
-  async json<T>(method: string, pathWithQuery: string, body?: unknown): Promise<T> {
-    const res = await this.sendWithRetry(method, pathWithQuery, () => this.buildRequest(method, pathWithQuery, body))
+  async json<T>(method: string, pathWithQuery: string, body?: unknown, opts: { prelude?: boolean } = {}): Promise<T> {
+    const res = await this.sendWithRetry(method, pathWithQuery, () => this.buildRequest(method, pathWithQuery, body), opts)
     return readJson<T>(res, this.baseUrl)
   }
 }

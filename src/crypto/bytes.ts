@@ -67,8 +67,18 @@ export function fromHex(hex: string): Uint8Array {
 
 const B64URL = /^[A-Za-z0-9_-]*$/
 
+// Uint8Array.fromBase64 / toBase64 (TC39, in Bun, recent browsers and Node): native, many times faster
+interface NativeBase64 {
+  fromBase64(text: string, opts: { alphabet: 'base64url'; lastChunkHandling: 'loose' }): Uint8Array
+}
+type NativeBase64Bytes = Uint8Array & { toBase64(opts: { alphabet: 'base64url'; omitPadding: boolean }): string }
+const NATIVE_BASE64 =
+  typeof (Uint8Array as unknown as Partial<NativeBase64>).fromBase64 === 'function' &&
+  typeof (Uint8Array.prototype as Partial<NativeBase64Bytes>).toBase64 === 'function'
+
 /** Unpadded base64url, the encoding of every byte string in the encrypted formats. */
 export function toBase64Url(bytes: Uint8Array): string {
+  if (NATIVE_BASE64) return (bytes as NativeBase64Bytes).toBase64({ alphabet: 'base64url', omitPadding: true })
   let bin = ''
   for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
   return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
@@ -77,6 +87,16 @@ export function toBase64Url(bytes: Uint8Array): string {
 /** Strict unpadded base64url, or null (other alphabets, padding, impossible lengths, non-canonical bits). */
 export function fromBase64Url(text: string): Uint8Array | null {
   if (typeof text !== 'string' || !B64URL.test(text) || text.length % 4 === 1) return null
+  if (NATIVE_BASE64) {
+    let out: Uint8Array
+    try {
+      out = (Uint8Array as unknown as NativeBase64).fromBase64(text, { alphabet: 'base64url', lastChunkHandling: 'loose' })
+    } catch {
+      return null
+    }
+    // re-encoding refuses non-canonical trailing bits
+    return toBase64Url(out) === text ? out : null
+  }
   const padded = text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4)
   let bin: string
   try {

@@ -101,6 +101,26 @@ function infoHashOf(p: CryptoPrimitives, info: Uint8Array): Uint8Array {
 
 let pskIdHashCache: Uint8Array | null = null
 
+/**
+ * Auth mode's second DH is between two static keys (the sender's and the recipient's), the same for
+ * every message between the same two agents: its result is kept, per set of primitives, in a bounded
+ * map (the oldest entry goes first), so an exchange costs one scalar multiplication per side, not two.
+ */
+const STATIC_DH_LIMIT = 256
+const staticDhCache = new WeakMap<CryptoPrimitives, Map<string, Uint8Array>>()
+
+function staticDh(p: CryptoPrimitives, secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
+  let cache = staticDhCache.get(p)
+  if (!cache) staticDhCache.set(p, (cache = new Map()))
+  const id = String.fromCharCode(...secretKey, ...publicKey)
+  const hit = cache.get(id)
+  if (hit) return hit.slice()
+  const shared = p.x25519(secretKey, publicKey)
+  if (cache.size >= STATIC_DH_LIMIT) cache.delete(cache.keys().next().value!)
+  cache.set(id, shared.slice())
+  return shared
+}
+
 function keySchedule(p: CryptoPrimitives, mode: number, sharedSecret: Uint8Array, info: Uint8Array): HpkeContext {
   const pskIdHash = (pskIdHashCache ??= labeledExtract(p, HPKE_SUITE, EMPTY, 'psk_id_hash', EMPTY))
   const infoHash = infoHashOf(p, info)
@@ -139,7 +159,7 @@ export function setupSender(p: CryptoPrimitives, recipientPublicKey: Uint8Array,
     const shared = extractAndExpand(p, dhR, concatBytes(enc, recipientPublicKey))
     return { enc, context: keySchedule(p, MODE_BASE, shared, info) }
   }
-  const dhS = p.x25519(opts.senderSecretKey, recipientPublicKey)
+  const dhS = staticDh(p, opts.senderSecretKey, recipientPublicKey)
   const pkS = opts.senderPublicKey ?? p.x25519PublicKey(opts.senderSecretKey)
   const shared = extractAndExpand(p, concatBytes(dhR, dhS), concatBytes(enc, recipientPublicKey, pkS))
   return { enc, context: keySchedule(p, MODE_AUTH, shared, info) }
@@ -160,7 +180,7 @@ export function setupRecipient(p: CryptoPrimitives, enc: Uint8Array, recipientSe
   if (!opts.senderPublicKey) {
     return keySchedule(p, MODE_BASE, extractAndExpand(p, dhE, concatBytes(enc, pkR)), info)
   }
-  const dhS = p.x25519(recipientSecretKey, opts.senderPublicKey)
+  const dhS = staticDh(p, recipientSecretKey, opts.senderPublicKey)
   const shared = extractAndExpand(p, concatBytes(dhE, dhS), concatBytes(enc, pkR, opts.senderPublicKey))
   return keySchedule(p, MODE_AUTH, shared, info)
 }

@@ -60,6 +60,21 @@ const x25519Private = (sk: Uint8Array) =>
 const x25519Public = (pk: Uint8Array) => x25519Publics.get(pk, () => nodeCrypto.createPublicKey({ key: der(X25519_SPKI, pk), format: 'der', type: 'spki' }))
 const fromJwk = (text: string | undefined) => view(Buffer.from(text ?? '', 'base64url'))
 
+/**
+ * In Bun, node:crypto's createHash/createHmac build a stream object per call, which costs more than
+ * hashing a message: Bun.CryptoHasher (the same native code, with an HMAC key) does not.
+ */
+interface BunHasher {
+  update(data: Uint8Array): unknown
+  digest(): Uint8Array
+}
+const bunHasher = (globalThis as { Bun?: { CryptoHasher?: new (algorithm: string, hmacKey?: Uint8Array) => BunHasher } }).Bun?.CryptoHasher
+function bunDigest(h: BunHasher, data: Uint8Array): Uint8Array {
+  h.update(data)
+  const d = h.digest()
+  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength)
+}
+
 const hasNativeChacha = nodeCrypto.getCiphers().includes('chacha20-poly1305')
 
 function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
@@ -96,9 +111,9 @@ function aeadOpen(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Arra
 export const nativePrimitives: CryptoPrimitives = {
   name: 'native',
   randomBytes: (length) => view(nodeCrypto.randomBytes(length)),
-  sha256: (data) => view(nodeCrypto.createHash('sha256').update(data).digest()),
-  sha512: (data) => view(nodeCrypto.createHash('sha512').update(data).digest()),
-  hmacSha256: (key, data) => view(nodeCrypto.createHmac('sha256', key).update(data).digest()),
+  sha256: (data) => (bunHasher ? bunDigest(new bunHasher('sha256'), data) : view(nodeCrypto.createHash('sha256').update(data).digest())),
+  sha512: (data) => (bunHasher ? bunDigest(new bunHasher('sha512'), data) : view(nodeCrypto.createHash('sha512').update(data).digest())),
+  hmacSha256: (key, data) => (bunHasher ? bunDigest(new bunHasher('sha256', key), data) : view(nodeCrypto.createHmac('sha256', key).update(data).digest())),
   x25519Generate() {
     const pair = nodeCrypto.generateKeyPairSync('x25519')
     const jwk = pair.privateKey.export({ format: 'jwk' })

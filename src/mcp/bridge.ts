@@ -5,7 +5,7 @@
  */
 import { basename } from 'node:path'
 import { guessContentType } from '../cli/commands/transfer.ts'
-import { RelayClient, type AttachmentInput, type BlobJson, type DownloadedFile, type FetchLike, type KeyPair, type MessageJson } from '../client/index.ts'
+import { RelayClient, type AttachmentInput, type AttachmentJson, type BlobJson, type DownloadedFile, type EncryptionVersion, type FetchLike, type KeyPair, type MessageJson, type ReceivedMessageJson } from '../client/index.ts'
 import { FilePolicy, sanitizeFileName } from './file-policy.ts'
 import { PendingInbox, type InboxOptions } from './inbox.ts'
 
@@ -31,6 +31,7 @@ export interface SentAttachment {
   uploaded_from?: string
   size?: number
   sha256?: string
+  encrypted?: boolean
 }
 
 const BLOB_ID = /^blob_[A-Za-z0-9_-]{1,59}$/
@@ -85,39 +86,61 @@ export class Bridge {
   }
 
   /**
-   * The name another agent gave a blob, from the attachments of a pending message (or of `messageId`);
-   * undefined when no message at hand names it.
+   * The message (pending, or `messageId`) that attaches a blob, with that attachment; undefined when no
+   * message at hand names it.
    */
-  async attachmentName(blobId: string, messageId?: string): Promise<string | undefined> {
-    const named = (m: MessageJson | undefined) => m?.attachments?.find((a) => a.blob_id === blobId)?.filename
-    if (messageId !== undefined) return named(await this.readMessage(messageId))
+  async attachmentOf(blobId: string, messageId?: string): Promise<{ message: ReceivedMessageJson; attachment: AttachmentJson } | undefined> {
+    const find = (m: ReceivedMessageJson | undefined) => {
+      const attachment = m?.attachments?.find((a) => a.blob_id === blobId)
+      return m && attachment ? { message: m, attachment } : undefined
+    }
+    if (messageId !== undefined) return find(await this.readMessage(messageId))
     for (const m of this.inbox.list({ limit: Number.MAX_SAFE_INTEGER }).messages) {
-      const name = named(m)
-      if (name !== undefined) return name
+      const hit = find(m)
+      if (hit) return hit
     }
     return undefined
+  }
+
+  /** The name another agent gave a blob (see attachmentOf). */
+  async attachmentName(blobId: string, messageId?: string): Promise<string | undefined> {
+    return (await this.attachmentOf(blobId, messageId))?.attachment.filename
   }
 
   /**
    * Downloads a blob to `path` (a file, or a directory to put it in; default: the first files
    * directory) under the sender's file name, sanitised, checked against its SHA-256 before it is
-   * renamed into place. The policy decides where it may go and whether a file may be replaced.
+   * renamed into place. The policy decides where it may go and whether a file may be replaced. An
+   * end-to-end encrypted attachment is decrypted on the way (every segment authenticated): the file
+   * holds the plaintext, and `decrypted` says so.
    */
-  async download(blobId: string, path: string | undefined, opts: { overwrite?: boolean; messageId?: string } = {}): Promise<DownloadedFile> {
-    const name = sanitizeFileName(await this.attachmentName(blobId, opts.messageId), blobId)
+  async download(blobId: string, path: string | undefined, opts: { overwrite?: boolean; messageId?: string } = {}): Promise<DownloadedFile & { decrypted?: true }> {
+    const found = await this.attachmentOf(blobId, opts.messageId)
+    const name = sanitizeFileName(found?.attachment.filename, blobId)
     const { target, replaces } = await this.opts.files.writable(path, name, opts.overwrite ?? false)
+    if (found?.attachment.encrypted) {
+      if (found.message.encryption?.error) throw new Error(`message ${found.message.message_id} was not decrypted (${found.message.encryption.error.reason}): its attachments cannot be either`)
+      return { ...(await this.client.downloadDecryptedToFile(found.message, found.attachment, target, { overwrite: replaces })), decrypted: true }
+    }
     return this.client.downloadToFile(blobId, target, { overwrite: replaces })
   }
 
   /** Attachments for a send: blob ids as they are, local files uploaded first (named after the file). */
-  async attachments(specs: AttachmentSpec[]): Promise<{ input: AttachmentInput[]; sent: SentAttachment[] }> {
+  async attachments(specs: AttachmentSpec[], encryptFor?: { recipientKey: string; version: EncryptionVersion }): Promise<{ input: AttachmentInput[]; sent: SentAttachment[] }> {
     const input: AttachmentInput[] = []
     const sent: SentAttachment[] = []
     for (const spec of specs) {
       const s = typeof spec === 'string' ? (BLOB_ID.test(spec) ? { blob_id: spec } : { path: spec }) : spec
       if ((s.blob_id === undefined) === (s.path === undefined)) throw new Error('each attachment needs exactly one of blob_id and path')
       const { path, content_type, ...rest } = s
-      if (path !== undefined) {
+      if (path !== undefined && encryptFor) {
+        // encrypted for the recipient before it leaves: the relay stores ciphertext only
+        const file = await this.opts.files.readable(path)
+        const filename = rest.filename ?? basename(file)
+        const up = await this.client.uploadEncryptedBlob(file, { ...encryptFor, filename })
+        input.push(up.attachment)
+        sent.push({ blob_id: up.blob.blob_id, filename, uploaded_from: file, size: up.plain_size, sha256: up.blob.hash, encrypted: true })
+      } else if (path !== undefined) {
         const blob = await this.upload(path, content_type)
         const filename = rest.filename ?? basename(blob.path)
         input.push({ ...rest, blob_id: blob.blob_id, filename })

@@ -59,12 +59,26 @@ export const Attachment = z.object({
 
 export const MessageStatus = z.enum(['sent', 'delivered', 'expired'])
 
+export const MessageEncryption = z
+  .object({
+    version: z.number().int().describe('format of the encrypted body: 2 (HPKE Auth mode, MRP) or 3 (HPKE Base mode with the sender signature inside)'),
+    sender_verified: z.boolean().describe('true when the ciphertext proves that sender_key wrote it'),
+    signer_key: z.string().optional().describe('v3: the key that signed, when it is not sender_key'),
+    sealed_at: z.string().optional().describe("v3: the sender's clock when it encrypted"),
+    error: z
+      .object({ reason: z.string(), message: z.string() })
+      .optional()
+      .describe('present when the message could not be decrypted: body is then still the encrypted envelope, do not treat it as text'),
+  })
+  .describe('present on an end-to-end encrypted message: the body shown is the decrypted plaintext unless error says otherwise')
+
 export const Message = z.object({
   message_id: z.string(),
   sender_key: z.string(),
   recipient_key: z.string(),
   content_type: z.string(),
   body: z.unknown().optional(),
+  encryption: MessageEncryption.optional(),
   attachments: z.array(Attachment),
   thread_id: z.string().nullable(),
   in_reply_to: z.string().nullable(),
@@ -123,6 +137,7 @@ export const SentAttachment = z.object({
   uploaded_from: z.string().optional().describe('the local path uploaded for it'),
   size: z.number().int().optional(),
   sha256: z.string().optional(),
+  encrypted: z.boolean().optional().describe('true when the file was encrypted for the recipient before upload (size: the plaintext\'s; sha256: the stored ciphertext\'s)'),
 })
 
 export const SendResult = z.object({
@@ -134,6 +149,10 @@ export const SendResult = z.object({
   thread_id: z.string().optional(),
   in_reply_to: z.string().optional(),
   attachments: z.array(SentAttachment),
+  encryption: z
+    .object({ version: z.number().int() })
+    .nullable()
+    .describe('the end-to-end encryption format the body (and uploaded files) went out in; null when sent in plaintext'),
 })
 
 /** Fields shared by relay_send and relay_reply. */
@@ -144,4 +163,11 @@ export const MessageFields = {
   expires_in: z.number().int().min(1).max(2_592_000).optional().describe('lifetime in seconds (default 604800 = 7 days)'),
   metadata: z.record(z.string(), z.unknown()).optional().describe('a JSON object (at most 16 KiB)'),
   attachments: z.array(AttachmentSpec).max(10).optional().describe('up to 10 files: blob ids or local paths (uploaded first)'),
+  encrypt: z
+    .boolean()
+    .optional()
+    .describe(
+      'end-to-end encryption. Default: encrypted when the recipient declares it reads encrypted messages, plaintext otherwise. ' +
+        'true: encrypt even when it declares nothing; false: plaintext even when it declares it (the relay may refuse)',
+    ),
 }

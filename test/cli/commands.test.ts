@@ -80,7 +80,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const cli = (...args: string[]) => runCli(args, { cwd: dir, env: { RELAY_URL: `http://127.0.0.1:${stub.port}` } })
+// these tests list the exact requests of each command: no publishing of the encryption declaration first
+const cli = (...args: string[]) => runCli(args, { cwd: dir, env: { RELAY_URL: `http://127.0.0.1:${stub.port}`, RELAY_PUBLISH_ENCRYPTION: 'false' } })
 
 describe('message commands', () => {
   test('get prints the envelope, attachments and the body; --json prints the message', async () => {

@@ -26,6 +26,8 @@ export interface S3Server {
   bucket: string
   /** The AWS variables that point a client at this server. */
   env: S3Env
+  /** The directory where s3rver keeps the bucket's objects (for tests that read what was stored). */
+  dir: string
   /** `s3://bucket/<prefix>`: each test may take its own prefix in the one bucket. */
   url(prefix?: string): string
   stop(): Promise<void>
@@ -60,6 +62,7 @@ export async function startS3Server(node: string, bucket = 'relay-test'): Promis
   return {
     endpoint,
     bucket,
+    dir,
     env: { AWS_ENDPOINT_URL_S3: endpoint, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET_KEY },
     url: (prefix = '') => `s3://${bucket}/${prefix}`,
     async stop() {

@@ -4,6 +4,7 @@ import { UsageError } from './command.ts'
 /** `relay agent delete --yes`: the agent of your key file, and everything the relay keeps for it. */
 export const agentDelete: CommandSpec = {
   name: 'agent delete',
+  publishesDeclaration: false,
   maxArgs: 0,
   summary: 'delete your agent and its data from the relay (asks for --yes)',
   description:

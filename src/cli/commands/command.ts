@@ -28,6 +28,11 @@ export interface CommandSpec {
   flags?: FlagSpec[]
   /** Commands that never talk to the relay skip building a client. */
   offline?: boolean
+  /**
+   * False for commands that write or delete the profile themselves: the runner's client otherwise
+   * publishes the encryption declaration on a profile without one (see ../declaration-marker.ts).
+   */
+  publishesDeclaration?: false
   run(ctx: CommandContext): Promise<void>
 }
 

@@ -26,10 +26,19 @@ export const get: CommandSpec = {
   maxArgs: 1,
   summary: 'show one message you sent or received',
   description: 'Reading a message addressed to you marks it delivered. An end-to-end encrypted message is decrypted;\n' +
-    '"encryption" says so, or why it does not open. Download encrypted attachments with relay download --message.',
+    '"encryption" says so, or why it does not open (the body is then not printed, and the exit code is 1).\n' +
+    'Download encrypted attachments with relay download --message.',
   async run(ctx) {
     const m = await ctx.client().getMessage(ctx.args[0])
-    if (ctx.json) return ctx.out.json(m)
+    // a message that does not open: the envelope and the reason, no body, and a failing exit code
+    const failed = m.encryption?.error
+    const refuse = () => {
+      throw new Error(`message ${m.message_id} was not decrypted: ${failed!.reason} — ${failed!.message}`)
+    }
+    if (ctx.json) {
+      ctx.out.json(m)
+      return failed ? refuse() : undefined
+    }
     ctx.out.text(
       fields([
         ['message', m.message_id],
@@ -49,6 +58,7 @@ export const get: CommandSpec = {
     for (const a of m.attachments ?? []) {
       ctx.out.text(`attachment  ${a.blob_id}  ${a.filename ?? '(no name)'}  ${a.content_type ?? ''}  ${a.size === undefined ? '' : humanBytes(a.size)}${a.encrypted ? '  encrypted' : ''}\n`)
     }
+    if (failed) return refuse()
     if (m.body !== undefined) {
       ctx.out.text('\n' + (typeof m.body === 'string' ? m.body : JSON.stringify(m.body, null, 2)) + '\n')
     }

@@ -43,12 +43,16 @@ async function jsonFlag(ctx: CommandContext, name: string): Promise<unknown> {
 
 export const profileSet: CommandSpec = {
   name: 'profile set',
+  publishesDeclaration: false,
   maxArgs: 0,
   summary: 'change your profile: name, visibility, inbox policy, metadata, capabilities',
   description:
     'Only the fields you give change; each one replaces that field whole. --name "" clears the name.\n' +
     'JSON values may be given inline, as @FILE, or @- for standard input. --capabilities takes an array\n' +
-    'of capabilities or an object with a "capabilities" array (what `relay profile get --json` prints).',
+    'of capabilities or an object with a "capabilities" array (what `relay profile get --json` prints).\n' +
+    'Other commands publish "encryption" in your metadata the first time they run with a key on a relay\n' +
+    'when it has none (remembered in KEYFILE.declared); --encryption off records that you do not read\n' +
+    'encrypted messages, so it is not published again. RELAY_PUBLISH_ENCRYPTION=false turns publishing off.',
   flags: [
     { name: 'name', value: 'TEXT', help: 'display name (at most 256 characters; "" clears it)' },
     { name: 'visibility', value: 'public|private', help: 'public agents appear in discovery' },
@@ -90,7 +94,8 @@ export const profileSet: CommandSpec = {
       // metadata is replaced whole by a PATCH: start from what is there (or what --metadata gives)
       const base = patch.metadata ?? (await client.getAgent()).metadata ?? {}
       const { encryption: _old, ...rest } = base as Record<string, unknown>
-      patch.metadata = encryption === 'off' ? rest : { ...rest, encryption: encryptionDeclaration(encryption === 'require') }
+      // off keeps an entry that declares nothing, so the client does not publish support again
+      patch.metadata = { ...rest, encryption: encryption === 'off' ? { versions: [], require: false } : encryptionDeclaration(encryption === 'require') }
     }
     const agent = await client.call<AgentJson>('PATCH', `/v1/agents/${client.publicKey}`, undefined, patch)
     if (ctx.json) return ctx.out.json(agent)

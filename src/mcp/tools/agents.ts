@@ -37,10 +37,11 @@ export function registerAgentTools(server: McpServer, bridge: Bridge): void {
     run: async () => {
       await bridge.inbox.whenSynced()
       const pending = bridge.inbox.list({ limit: Number.MAX_SAFE_INTEGER }).messages
+      const agent = await bridge.client.getAgent()
       return {
         public_key: bridge.publicKey,
         relay_url: bridge.relayUrl,
-        agent: await bridge.client.getAgent(),
+        agent,
         pending_count: pending.length,
         inbox: {
           pending_count: pending.length,
@@ -49,7 +50,7 @@ export function registerAgentTools(server: McpServer, bridge: Bridge): void {
           rule: 'A message stays in the inbox, and comes back after a restart, until relay_ack; reading never removes it.',
         },
         files: { directories: bridge.files.roots, download_dir: bridge.files.downloadDir, overwrite_allowed: bridge.files.allowOverwrite },
-        encryption: encryptionFacts(bridge),
+        encryption: encryptionFacts(bridge, agent.metadata),
         connection: bridge.inbox.status(),
       }
     },

@@ -41,16 +41,23 @@ export function registerFileTools(server: McpServer, bridge: Bridge): void {
     input: {
       blob_id: BlobId,
       path: z.string().min(1).max(4096).optional().describe('where to write: a file, or a directory, inside the allowed directories'),
-      message_id: MessageId.optional().describe('the message the attachment came with, to name the file as its sender did'),
+      message_id: MessageId.optional().describe('the message the attachment came with, to name the file as its sender did and to decrypt an encrypted one (found among pending messages when omitted)'),
       ...(bridge.files.allowOverwrite ? { overwrite: z.boolean().optional().describe('replace an existing file (default false)') } : {}),
     },
-    output: { blob_id: z.string(), path: z.string(), size: z.number().int(), sha256: z.string(), content_type: z.string() },
+    output: {
+      blob_id: z.string(),
+      path: z.string(),
+      size: z.number().int(),
+      sha256: z.string(),
+      content_type: z.string(),
+      decrypted: z.boolean().describe('true when the attachment was end-to-end encrypted and the file holds its decrypted plaintext (size and sha256 are the plaintext\'s)'),
+    },
     // a download creates a file; it is destructive only when it may replace one
     annotations: { readOnlyHint: false, destructiveHint: bridge.files.allowOverwrite, idempotentHint: false, openWorldHint: false },
     run: async ({ blob_id, path, message_id, ...rest }) => {
       const overwrite = (rest as { overwrite?: boolean }).overwrite ?? false
       const file = await bridge.download(blob_id, path, { overwrite, messageId: message_id })
-      return { blob_id, path: file.path, size: file.size, sha256: file.sha256, content_type: file.content_type }
+      return { blob_id, path: file.path, size: file.size, sha256: file.sha256, content_type: file.content_type, decrypted: file.decrypted === true }
     },
   })
 }

@@ -13,6 +13,7 @@ interface Fields {
   expires_in?: number
   metadata?: Record<string, unknown>
   attachments?: AttachmentSpec[]
+  encrypt?: boolean
 }
 
 /** Builds and sends one message: local files are uploaded first, `text` is the body {"text": …}. */
@@ -24,10 +25,12 @@ async function sendMessage(bridge: Bridge, to: string, fields: Fields, extra: { 
   if (fields.content_type !== undefined) message.content_type = fields.content_type
   if (fields.expires_in !== undefined) message.expires_in = fields.expires_in
   if (fields.metadata !== undefined) message.metadata = fields.metadata
-  const files = fields.attachments?.length ? await bridge.attachments(fields.attachments) : { input: [], sent: [] }
+  // the same rules as the client's send: the recipient's declaration, unless the call says otherwise
+  const version = fields.encrypt === false ? null : await bridge.client.encryption.versionFor(to, { encrypt: fields.encrypt })
+  const files = fields.attachments?.length ? await bridge.attachments(fields.attachments, version ? { recipientKey: to, version } : undefined) : { input: [], sent: [] }
   if (files.input.length) message.attachments = files.input
-  const result = await bridge.client.send(message)
-  return { ...result, recipient_key: to, thread_id: extra.thread_id, in_reply_to: extra.in_reply_to, attachments: files.sent }
+  const result = await bridge.client.send({ ...message, ...(version ? { encrypt: version } : fields.encrypt === false ? { plain: true } : {}) })
+  return { ...result, recipient_key: to, thread_id: extra.thread_id, in_reply_to: extra.in_reply_to, attachments: files.sent, encryption: version ? { version } : null }
 }
 
 export function registerMessageTools(server: McpServer, bridge: Bridge): void {

@@ -1,0 +1,124 @@
+/**
+ * `relay mcp` end to end encrypted, against the compiled binary: relay_send / relay_reply encrypt the
+ * body and uploaded files for a recipient that declares it (and only then, unless encrypt says
+ * otherwise); relay_inbox, relay_get_message and relay_thread return the plaintext with `encryption`
+ * facts; relay_download decrypts; a message that does not open says why; relay_whoami reports it; and
+ * the relay's data directory never holds the plaintext.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { generateKeyPair } from '../../src/auth/sign.ts'
+import { bindEncryption, nativePrimitives, RelayClient } from '../../src/client/index.ts'
+import { startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
+import { tempDir } from '../support/harness.ts'
+import { newAgent, ok, stdioBridge, untilPending, type Agent, type Bridge } from './helpers.ts'
+
+const MARKER = 'MCP-PLAINTEXT-MARKER-3d71'
+let relay: RunningRelay
+let dataDir: string
+let dir: string
+let alice: Agent
+let bob: Agent
+let a: Bridge
+let b: Bridge
+
+function filesUnder(d: string): string[] {
+  return readdirSync(d).flatMap((name) => {
+    const path = join(d, name)
+    return statSync(path).isDirectory() ? filesUnder(path) : [path]
+  })
+}
+
+beforeAll(async () => {
+  dataDir = tempDataDir()
+  relay = await startBinary(dataDir)
+  dir = tempDir('relay-mcp-enc-')
+  alice = newAgent(dir, 'alice')
+  bob = newAgent(dir, 'bob')
+  // bob reads encrypted messages; alice declares nothing
+  await new RelayClient({ baseUrl: relay.url, keys: bob.keys }).declareEncryption()
+  ;[a, b] = await Promise.all([stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir }), stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir })])
+}, 120_000)
+
+afterAll(async () => {
+  for (const c of [a, b]) await c?.close().catch(() => {})
+  await relay?.stop()
+  rmSync(dir, { recursive: true, force: true })
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+describe('relay mcp, end to end encrypted', () => {
+  test('send to a declaring agent: body and file encrypted; received decrypted; download decrypted', async () => {
+    writeFileSync(join(dir, 'notes.txt'), `${MARKER} file\n`.repeat(5000))
+    const sent = await ok(a, 'relay_send', { to: bob.keys.publicKey, text: `${MARKER} body`, thread_id: 'enc-mcp', attachments: ['notes.txt'] })
+    expect(sent.encryption).toEqual({ version: 3 })
+    expect(sent.attachments[0]).toMatchObject({ filename: 'notes.txt', encrypted: true, size: statSync(join(dir, 'notes.txt')).size })
+
+    const inbox = await untilPending(b, 1)
+    const m = inbox.messages[0]
+    expect(m.body).toEqual({ text: `${MARKER} body` })
+    expect(m.encryption).toMatchObject({ version: 3, sender_verified: true })
+    expect(m.attachments[0].encrypted).toBe(true)
+
+    const got = await ok(b, 'relay_get_message', { message_id: m.message_id })
+    expect(got.message.body).toEqual({ text: `${MARKER} body` })
+    expect(got.message.encryption).toMatchObject({ version: 3, sender_verified: true })
+    const thread = await ok(a, 'relay_thread', { thread_id: 'enc-mcp' })
+    // the sender reads its own v3 message back? it was sealed for bob: the sender sees why it does not open
+    expect(thread.messages[0].encryption.version).toBe(3)
+    const bobThread = await ok(b, 'relay_thread', { thread_id: 'enc-mcp' })
+    expect(bobThread.messages[0].body).toEqual({ text: `${MARKER} body` })
+
+    const down = await ok(b, 'relay_download', { blob_id: m.attachments[0].blob_id, message_id: m.message_id, path: join(dir, 'got.txt') })
+    expect(down.decrypted).toBe(true)
+    expect(readFileSync(join(dir, 'got.txt')).equals(readFileSync(join(dir, 'notes.txt')))).toBe(true)
+    // found among the pending messages without message_id too
+    const again = await ok(b, 'relay_download', { blob_id: m.attachments[0].blob_id, path: join(dir, 'got2.txt') })
+    expect(again.decrypted).toBe(true)
+    expect(readFileSync(join(dir, 'got2.txt')).equals(readFileSync(join(dir, 'notes.txt')))).toBe(true)
+
+    for (const file of filesUnder(dataDir)) expect({ file, found: readFileSync(file).includes(MARKER) }).toEqual({ file, found: false })
+  }, 60_000)
+
+  test('reply to an agent that declares nothing: plaintext, unless encrypt: true (v2); encrypt: false forces plaintext', async () => {
+    const [m] = (await ok(b, 'relay_inbox', { limit: 10 })).messages
+    const plain = await ok(b, 'relay_reply', { message_id: m.message_id, text: 'plain answer' })
+    expect(plain.encryption).toBeNull()
+    const forced = await ok(b, 'relay_reply', { message_id: m.message_id, text: 'sealed answer', encrypt: true })
+    expect(forced.encryption).toEqual({ version: 2 })
+    const toBobPlain = await ok(a, 'relay_send', { to: bob.keys.publicKey, text: 'in the clear', encrypt: false })
+    expect(toBobPlain.encryption).toBeNull()
+
+    const got = await untilPending(a, 2)
+    const byText = Object.fromEntries(got.messages.map((x: any) => [x.body.text, x]))
+    expect(byText['plain answer'].encryption).toBeUndefined()
+    expect(byText['sealed answer'].encryption).toMatchObject({ version: 2, sender_verified: true })
+  }, 60_000)
+
+  test('a message that does not open: the reason, the envelope, never garbage', async () => {
+    // sealed for another key, addressed to bob
+    const e2e = bindEncryption(nativePrimitives)
+    const other = generateKeyPair()
+    const sealed = e2e.sealMessage({ version: 3, sender: alice.keys, recipientKey: other.publicKey, body: { text: MARKER } })
+    const sent = await new RelayClient({ baseUrl: relay.url, keys: alice.keys }).send({ recipient_key: bob.keys.publicKey, ...sealed })
+    const deadline = Date.now() + 15_000
+    let msg: any
+    while (!msg && Date.now() < deadline) {
+      msg = (await ok(b, 'relay_inbox', { limit: 100 })).messages.find((x: any) => x.message_id === sent.message_id)
+      if (!msg) await Bun.sleep(50)
+    }
+    expect(msg.encryption.error.reason).toEqual(expect.any(String))
+    expect(JSON.stringify(msg)).not.toContain(MARKER)
+    const got = await ok(b, 'relay_get_message', { message_id: sent.message_id })
+    expect(got.message.encryption.error.reason).toBe(msg.encryption.error.reason)
+  }, 60_000)
+
+  test('relay_whoami reports the encryption facts', async () => {
+    const who = await ok(b, 'relay_whoami')
+    expect(who.encryption).toMatchObject({ end_to_end: true, declared: true, required: false })
+    expect([...who.encryption.versions].sort()).toEqual([2, 3])
+    const whoA = await ok(a, 'relay_whoami')
+    expect(whoA.encryption).toMatchObject({ end_to_end: true, declared: false })
+  }, 30_000)
+})
