@@ -12,7 +12,7 @@ let dir: string
 let relay: RunningBinary
 let me: string
 let peer: string
-const as = (key: string) => (args: string[], opts: { stdin?: string } = {}) => runCli([...args, '--relay', relay.url, '--key', key], { cwd: dir, ...opts })
+const as = (key: string) => (args: string[], opts: { stdin?: string } = {}) => runCli([...args, '--relay', relay.url, '--key', key], { cwd: dir, env: { RELAY_PUBLISH_ENCRYPTION: 'false' }, ...opts })
 let cli: ReturnType<typeof as>
 let peerCli: ReturnType<typeof as>
 const sha256 = (b: Uint8Array | string) => new Bun.CryptoHasher('sha256').update(b).digest('hex')
