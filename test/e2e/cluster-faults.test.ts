@@ -1,0 +1,140 @@
+/**
+ * Cluster mode under faults: two whole relays on one PostgreSQL server of their own, which the tests
+ * lock, cut off and restart. Whatever fails, every message the relay acknowledged reaches the socket of
+ * its recipient, on whichever instance that socket is.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { SQL } from 'bun'
+import { rmSync } from 'node:fs'
+import { generateKeyPair, type KeyPair } from '../../src/auth/sign.ts'
+import { RelayClient } from '../../src/client/index.ts'
+import { withOverrides } from '../../src/config/load.ts'
+import { FakeClock } from '../../src/lib/clock.ts'
+import { createLogger } from '../../src/lib/logger.ts'
+import { createRelay, type Relay } from '../../src/relay.ts'
+import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
+import type { OpenedStorage } from '../../src/storage/open-storage.ts'
+import { BASE_URL, tempDir, type TestRelay } from '../support/harness.ts'
+import { postgresRunner, startPostgres, type TestPostgres } from '../support/postgres.ts'
+import { until, WsProbe } from '../support/ws.ts'
+
+const bin = postgresRunner('cluster mode under faults')
+/** Statements waiting on a lock fail after this long (short, so that a locked table fails reads quickly). */
+const LOCK_WAIT_MS = 300
+
+interface Instance {
+  relay: Relay
+  opened: OpenedStorage
+  ws: string
+  dataDir: string
+  /** Log lines (JSON) written by this instance. */
+  lines: string[]
+  client(keys?: KeyPair): RelayClient
+}
+
+describe.skipIf(bin === null)('cluster mode under faults', () => {
+  const clock = new FakeClock()
+  const signer = { clock } as TestRelay
+  let pg: TestPostgres
+  let url: string
+  let dbName: string
+  let a: Instance
+  let b: Instance
+
+  async function instance(): Promise<Instance> {
+    const dataDir = tempDir()
+    const lines: string[] = []
+    const logger = createLogger('warn', (line) => lines.push(line))
+    const opened = await openPostgres(url, { logger, clock, lockWaitMs: LOCK_WAIT_MS })
+    const relay = createRelay(withOverrides({ dataDir, host: '127.0.0.1', port: 0, logLevel: 'warn' }), { clock, logger, opened })
+    const { port } = await relay.start()
+    return {
+      relay,
+      opened,
+      ws: `ws://127.0.0.1:${port}/v1/ws`,
+      dataDir,
+      lines,
+      client: (keys = generateKeyPair()) =>
+        new RelayClient({ baseUrl: BASE_URL, keys, now: () => clock.now(), rateLimitRetry: false, fetch: (req) => relay.handle(req) }),
+    }
+  }
+
+  async function admin<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
+    const sql = new SQL({ url: pg.url, max: 1 })
+    try {
+      return await fn(sql)
+    } finally {
+      await sql.close()
+    }
+  }
+
+  /** Ends the LISTEN connections of the relays' database (Bun reconnects them). */
+  const killListeners = () =>
+    admin((sql) => sql.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN%'`, [dbName]))
+
+  /** A recipient with an open inbox and its socket on `on`. */
+  async function listener(on: Instance) {
+    const keys = generateKeyPair()
+    await on.client(keys).updateProfile({ inbox_policy: 'open' })
+    const socket = await WsProbe.authed(signer, on.ws, keys)
+    return { keys, socket }
+  }
+
+  /** Every id in `ids` was pushed on `socket` exactly once. */
+  async function allPushed(socket: WsProbe, ids: string[], ms = 10_000) {
+    await until(() => ids.every((id) => socket.messages().some((m) => m.message_id === id)), ms, `${ids.length} pushes`)
+    const pushed = socket.messages().map((m) => m.message_id).filter((id) => ids.includes(id))
+    expect(pushed.sort()).toEqual([...ids].sort())
+  }
+
+  beforeAll(async () => {
+    pg = await startPostgres(bin as string)
+    url = await pg.createDatabase('faults')
+    dbName = new URL(url).pathname.slice(1)
+    a = await instance()
+    b = await instance()
+  }, 60_000)
+
+  afterAll(async () => {
+    for (const i of [a, b]) {
+      if (!i) continue
+      await i.relay.stop()
+      rmSync(i.dataDir, { recursive: true, force: true })
+    }
+    await pg?.remove()
+  }, 60_000)
+
+  test('a backlog re-read that fails is retried: the socket gets every message sent after it', async () => {
+    const { keys, socket } = await listener(b)
+    let resyncs = 0
+    b.opened.signals.onResync(() => resyncs++)
+    const failedBefore = b.lines.filter((l) => l.includes('websocket backlog read failed')).length
+    // the table is locked: B's re-read after its signal link comes back waits, then fails
+    let unlock!: () => void
+    const unlocked = new Promise<void>((r) => (unlock = r))
+    const locker = new SQL({ url, max: 1 })
+    let locked!: () => void
+    const isLocked = new Promise<void>((r) => (locked = r))
+    const holding = locker.begin(async (tx) => {
+      await tx.unsafe('LOCK TABLE messages IN ACCESS EXCLUSIVE MODE')
+      locked()
+      await unlocked
+    })
+    try {
+      await isLocked
+      await killListeners()
+      await until(() => resyncs > 0, 15_000, 'the resync')
+      await until(() => b.lines.filter((l) => l.includes('websocket backlog read failed')).length > failedBefore, 5000, 'a failed re-read')
+    } finally {
+      unlock()
+      await holding
+      await locker.close()
+    }
+    const alice = a.client()
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) ids.push((await alice.send({ recipient_key: keys.publicKey, body: { n: i } })).message_id)
+    await allPushed(socket, ids)
+    expect(socket.closed).toBeNull()
+    socket.close()
+  }, 30_000)
+})
