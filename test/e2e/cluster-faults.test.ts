@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { generateKeyPair, type KeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { withOverrides } from '../../src/config/load.ts'
@@ -21,6 +22,8 @@ import { until, WsProbe } from '../support/ws.ts'
 const bin = postgresRunner('cluster mode under faults')
 /** Statements waiting on a lock fail after this long (short, so that a locked table fails reads quickly). */
 const LOCK_WAIT_MS = 300
+/** Signal link probes (short, so that a silent link is found within a second). */
+const PROBE_MS = 250
 
 interface Instance {
   relay: Relay
@@ -45,7 +48,7 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
     const dataDir = tempDir()
     const lines: string[] = []
     const logger = createLogger('warn', (line) => lines.push(line))
-    const opened = await openPostgres(url, { logger, clock, lockWaitMs: LOCK_WAIT_MS })
+    const opened = await openPostgres(url, { logger, clock, lockWaitMs: LOCK_WAIT_MS, signalProbeMs: PROBE_MS })
     const relay = createRelay(withOverrides({ dataDir, host: '127.0.0.1', port: 0, logLevel: 'warn' }), { clock, logger, opened })
     const { port } = await relay.start()
     return {
@@ -71,6 +74,14 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
   /** Ends the LISTEN connections of the relays' database (Bun reconnects them). */
   const killListeners = () =>
     admin((sql) => sql.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN%'`, [dbName]))
+
+  const ready = async (i: Instance) => (await i.relay.handle(new Request(`${BASE_URL}/v1/health/ready`))).status
+
+  /** The server processes of the relays' listening connections. */
+  const listenerPids = () =>
+    admin(async (sql) =>
+      ((await sql.unsafe(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query ILIKE 'LISTEN%'`, [dbName])) as { pid: number }[]).map((r) => r.pid),
+    )
 
   /** A recipient with an open inbox and its socket on `on`. */
   async function listener(on: Instance) {
@@ -137,4 +148,64 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
     expect(socket.closed).toBeNull()
     socket.close()
   }, 30_000)
+
+  test('a stalled signal link: not ready meanwhile, reconnected with backoff, and every message sent meanwhile is pushed across', async () => {
+    const onA = await listener(a)
+    const onB = await listener(b)
+    expect(await ready(a)).toBe(200)
+    expect(await ready(b)).toBe(200)
+    // the pools hold a few connections; the admin connection stays open while new ones are refused
+    for (const i of [a, b]) {
+      const pool = (i.opened.storage as unknown as { sql: SQL }).sql
+      await Promise.all(Array.from({ length: 6 }, () => pool.unsafe('SELECT pg_sleep(0.05)')))
+    }
+    const linesBefore = b.lines.length
+    const held = new SQL({ url: pg.url, max: 1 })
+    const hba = join(pg.dataDir, 'pg_hba.conf')
+    const original = readFileSync(hba, 'utf8')
+    const pids = await listenerPids()
+    expect(pids.length).toBe(2)
+    try {
+      writeFileSync(hba, `host all all 127.0.0.1/32 reject\n${original}`)
+      await held.unsafe('SELECT pg_reload_conf()')
+      // the listening connections' server processes stop (a hung backend, a cut that TCP does not see)
+      for (const pid of pids) process.kill(pid, 'SIGSTOP')
+      // sends work meanwhile (the pools are fine), on both instances and both ways
+      const toB: string[] = []
+      const toA: string[] = []
+      for (let i = 0; i < 3; i++) {
+        toB.push((await a.client().send({ recipient_key: onB.keys.publicKey, body: { i } })).message_id)
+        toA.push((await b.client().send({ recipient_key: onA.keys.publicKey, body: { i } })).message_id)
+      }
+      await until(async () => (await ready(a)) === 503 && (await ready(b)) === 503, 10_000, 'both instances not ready')
+      const details = (await (await b.relay.handle(new Request(`${BASE_URL}/v1/health/details`))).json()) as any
+      expect(details.components.database).toMatchObject({ status: 'degraded', signal_link: 'down' })
+      // nothing crossed while the links were down
+      expect(onB.socket.messages().filter((m) => toB.includes(m.message_id))).toEqual([])
+      // new connections are accepted again: each opens a new link, hears itself and resyncs its sockets
+      writeFileSync(hba, original)
+      await held.unsafe('SELECT pg_reload_conf()')
+      await until(async () => (await ready(a)) === 200 && (await ready(b)) === 200, 20_000, 'both instances ready again')
+      await allPushed(onB.socket, toB)
+      await allPushed(onA.socket, toA)
+      // and notices flow again
+      const after = (await a.client().send({ recipient_key: onB.keys.publicKey, body: 'after' })).message_id
+      await allPushed(onB.socket, [after])
+      // one line when the link went silent and one when it came back, per instance
+      expect(b.lines.slice(linesBefore).filter((l) => l.includes('signal link')).length).toBe(2)
+    } finally {
+      if (readFileSync(hba, 'utf8') !== original) {
+        writeFileSync(hba, original)
+        await held.unsafe('SELECT pg_reload_conf()').catch(() => {})
+      }
+      await held.close()
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGCONT')
+        } catch {}
+      }
+    }
+    onA.socket.close()
+    onB.socket.close()
+  }, 60_000)
 })

@@ -39,7 +39,7 @@ function reason(err: unknown, url: string): string {
 
 export async function openPostgres(
   url: string,
-  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number },
+  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number; signalProbeMs?: number },
 ): Promise<OpenedStorage> {
   const sql = new SQL({
     url,
@@ -68,8 +68,13 @@ export async function openPostgres(
   const storage = new PostgresStorage(sql, {
     logger: opts.logger,
     onClose: [async () => signals?.close(), async () => connections.close()],
+    linkProblem: () => signals?.problem ?? null,
   })
-  signals = new PostgresSignals(sql, instanceId, storage.messages, opts.logger)
+  signals = new PostgresSignals(sql, instanceId, storage.messages, opts.logger, {
+    // a connection of its own, which the signals replace when it stops hearing
+    connectListener: () => new SQL({ url, max: 1, connectionTimeout: 10, idleTimeout: 0, connection: { application_name: 'relay-signals' } }),
+    probeMs: opts.signalProbeMs,
+  })
   if (!opts.tool) {
     try {
       await signals.start()

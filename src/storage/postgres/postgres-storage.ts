@@ -27,6 +27,8 @@ export interface PostgresStorageOptions {
   logger: Logger
   /** Run at close, before the pool ends (signals, connection registry). */
   onClose?: (() => Promise<void>)[]
+  /** What is wrong with the signal link to the other instances, if anything. */
+  linkProblem?: () => string | null
 }
 
 /**
@@ -188,9 +190,12 @@ export class PostgresStorage implements Storage {
     } catch (err) {
       return { status: 'down' as const, engine: 'postgres', error: String((err as Error).message ?? err) }
     }
+    const link = this.opts.linkProblem?.() ?? null
     return {
-      status: 'ok' as const,
+      status: link ? ('degraded' as const) : ('ok' as const),
       engine: 'postgres',
+      signal_link: link ? 'down' : 'ok',
+      ...(link ? { error: link } : {}),
       latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
       commits: this.stat.commits,
       rollbacks: this.stat.rollbacks,
@@ -199,6 +204,9 @@ export class PostgresStorage implements Storage {
 
   /** Whether a write goes through now (answered within about a second). */
   async ready(): Promise<string | null> {
+    // an instance that does not hear the others would not push their messages to its sockets
+    const link = this.opts.linkProblem?.()
+    if (link) return link
     return probeWithin(this.state.setNumber(`ready_probe`, ++this.probes), 1000, 'database does not answer', 'database not writable')
   }
 
