@@ -6,7 +6,7 @@ import { openRelay } from '../relay.ts'
 import { VERSION } from '../version.ts'
 import { DEFAULT_RELAY_URL } from './client-cli.ts'
 
-export const SERVE_FLAGS = ['port', 'host', 'data-dir', 'config', 'log-level']
+export const SERVE_FLAGS = ['port', 'host', 'data-dir', 'config', 'log-level', 'db-pool-size']
 
 /** The URL a client on this machine uses: a wildcard listen address is reached over loopback. */
 export function localUrl(host: string, port: number): string {

@@ -25,7 +25,7 @@ export interface Config {
     allowPrivateTargets: boolean
     concurrency: number
   }
-  database: { url: string; lockWaitMs: number }
+  database: { url: string; poolSize: number; lockWaitMs: number }
   sweepIntervalMs: number
   metrics: { enabled: boolean; addr: { host: string; port: number } | null }
 }

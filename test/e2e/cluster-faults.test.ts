@@ -44,11 +44,11 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
   let a: Instance
   let b: Instance
 
-  async function instance(): Promise<Instance> {
+  async function instance(on = url, poolSize?: number): Promise<Instance> {
     const dataDir = tempDir()
     const lines: string[] = []
     const logger = createLogger('warn', (line) => lines.push(line))
-    const opened = await openPostgres(url, { logger, clock, lockWaitMs: LOCK_WAIT_MS, signalProbeMs: PROBE_MS })
+    const opened = await openPostgres(on, { logger, clock, lockWaitMs: LOCK_WAIT_MS, signalProbeMs: PROBE_MS, poolSize })
     const relay = createRelay(withOverrides({ dataDir, host: '127.0.0.1', port: 0, logLevel: 'warn' }), { clock, logger, opened })
     const { port } = await relay.start()
     return {
@@ -208,4 +208,29 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
     onA.socket.close()
     onB.socket.close()
   }, 60_000)
+
+  test('a pool of 2: jobs holding a connection leave one for statements; a burst of 100 sends waits its turn, every one is pushed, no more connections are opened', async () => {
+    const small = await pg.createDatabase('pool')
+    const c = await instance(small, 2)
+    try {
+      const { keys, socket } = await listener(c)
+      const sends = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => c.client().send({ recipient_key: keys.publicKey, body: { i } })),
+      )
+      await allPushed(socket, sends.map((m) => m.message_id))
+      const counts = await admin(
+        async (sql) =>
+          (await sql.unsafe(`SELECT application_name AS app, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 GROUP BY 1`, [
+            new URL(small).pathname.slice(1),
+          ])) as { app: string; n: number }[],
+      )
+      const by = Object.fromEntries(counts.map((r) => [r.app, r.n]))
+      expect(by.relay).toBeLessThanOrEqual(2)
+      expect(by['relay-signals']).toBe(1)
+      socket.close()
+    } finally {
+      await c.relay.stop()
+      rmSync(c.dataDir, { recursive: true, force: true })
+    }
+  }, 30_000)
 })

@@ -27,6 +27,8 @@ export interface PostgresStorageOptions {
   logger: Logger
   /** Run at close, before the pool ends (signals, connection registry). */
   onClose?: (() => Promise<void>)[]
+  /** Connections of the pool; jobs reserve at most half of them (see `exclusive`). */
+  poolSize?: number
   /** What is wrong with the signal link to the other instances, if anything. */
   linkProblem?: () => string | null
 }
@@ -107,11 +109,16 @@ export class PostgresStorage implements Storage {
   private closed = false
   private probes = 0
   private readonly stat = { commits: 0, rollbacks: 0 }
+  /** Jobs holding a reserved connection, at most `jobSlots`; the others wait their turn. */
+  private jobsHolding = 0
+  private readonly jobSlots: number
+  private readonly jobQueue: (() => void)[] = []
 
   constructor(
     readonly sql: SQL,
     private readonly opts: PostgresStorageOptions,
   ) {
+    this.jobSlots = Math.max(1, Math.floor((opts.poolSize ?? 10) / 2))
     const run = (fn: (tx: TxStores) => Promise<unknown>) => this.run(fn)
     this.agents = topLevel(new PgAgentStore(sql, this.cache, false), TX_WRITES.agents ?? [], run, (t) => t.agents)
     this.messages = topLevel(new PgMessageStore(sql), TX_WRITES.messages ?? [], run, (t) => t.messages)
@@ -162,6 +169,19 @@ export class PostgresStorage implements Storage {
    * instance (and one run) at a time per job; `ran: false` when another holds it.
    */
   async exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    // a job holds its reserved connection while its statements run on others: were every connection
+    // reserved by jobs, their statements (and every request) would wait for good
+    while (this.jobsHolding >= this.jobSlots) await new Promise<void>((r) => this.jobQueue.push(r))
+    this.jobsHolding++
+    try {
+      return await this.exclusiveOn(job, fn)
+    } finally {
+      this.jobsHolding--
+      this.jobQueue.shift()?.()
+    }
+  }
+
+  private async exclusiveOn<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
     let conn: Awaited<ReturnType<SQL['reserve']>>
     try {
       conn = await this.sql.reserve()
