@@ -15,11 +15,15 @@ import { createLogger } from '../../src/lib/logger.ts'
 import { createRelay, type Relay } from '../../src/relay.ts'
 import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
 import type { OpenedStorage } from '../../src/storage/open-storage.ts'
+import type { BlobStore } from '../../src/services/ports.ts'
 import { BASE_URL, tempDir, type TestRelay } from '../support/harness.ts'
 import { postgresRunner, startPostgres, type TestPostgres } from '../support/postgres.ts'
+import { s3ServerRunner, startS3Server } from '../support/s3.ts'
+import { s3StoreFromUrl } from '../../src/blobs/s3/s3-blob-store.ts'
 import { until, WsProbe } from '../support/ws.ts'
 
 const bin = postgresRunner('cluster mode under faults')
+const node = s3ServerRunner('cluster mode under faults (the bucket)')
 /** Statements waiting on a lock fail after this long (short, so that a locked table fails reads quickly). */
 const LOCK_WAIT_MS = 300
 /** Signal link probes (short, so that a silent link is found within a second). */
@@ -44,12 +48,12 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
   let a: Instance
   let b: Instance
 
-  async function instance(on = url, poolSize?: number): Promise<Instance> {
+  async function instance(on = url, poolSize?: number, blobStore?: BlobStore): Promise<Instance> {
     const dataDir = tempDir()
     const lines: string[] = []
     const logger = createLogger('warn', (line) => lines.push(line))
     const opened = await openPostgres(on, { logger, clock, lockWaitMs: LOCK_WAIT_MS, signalProbeMs: PROBE_MS, poolSize })
-    const relay = createRelay(withOverrides({ dataDir, host: '127.0.0.1', port: 0, logLevel: 'warn' }), { clock, logger, opened })
+    const relay = createRelay(withOverrides({ dataDir, host: '127.0.0.1', port: 0, logLevel: 'warn' }), { clock, logger, opened, blobStore })
     const { port } = await relay.start()
     return {
       relay,
@@ -233,4 +237,31 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
       rmSync(c.dataDir, { recursive: true, force: true })
     }
   }, 30_000)
+
+  test.skipIf(node === null)('a bucket outage: instances stay ready and report degraded, uploads answer 503, messages still reach their listeners', async () => {
+    const s3 = await startS3Server(node as string)
+    let stopped = false
+    const c = await instance(url, undefined, s3StoreFromUrl(s3.url('faults/'), s3.env, clock))
+    try {
+      const { keys, socket } = await listener(c)
+      const uploader = c.client()
+      expect((await uploader.uploadBlob(new TextEncoder().encode('before'), { contentType: 'text/plain' })).blob_id).toBeString()
+      await s3.stop()
+      stopped = true
+      expect(await ready(c)).toBe(200)
+      const details = (await (await c.relay.handle(new Request(`${BASE_URL}/v1/health/details`))).json()) as any
+      expect(details.components.blob_store.status).toBe('degraded')
+      expect(details.components.blob_store.error).toContain('unreachable')
+      const refused = await uploader.uploadBlob(new TextEncoder().encode('during'), { contentType: 'text/plain' }).catch((e) => e)
+      expect([refused.status, refused.code]).toEqual([503, 'service_unavailable'])
+      const ids: string[] = []
+      for (let i = 0; i < 3; i++) ids.push((await a.client().send({ recipient_key: keys.publicKey, body: { i } })).message_id)
+      await allPushed(socket, ids)
+      socket.close()
+    } finally {
+      await c.relay.stop()
+      rmSync(c.dataDir, { recursive: true, force: true })
+      if (!stopped) await s3.stop()
+    }
+  }, 60_000)
 })
