@@ -128,6 +128,22 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     expect(both.filter((r) => r !== null).length).toBe(1)
   })
 
+  test('clocks 8 s apart: an entry pruned by the instance ahead still refuses the replay on the one behind', async () => {
+    const tolerance = 10_000
+    // A's clock is 8 s ahead of B's; a client ahead too signs at A's now + tolerance, and A accepts it
+    const aNow = T0 + 100_000
+    const signedAt = aNow + tolerance
+    expect(await a.storage.replay.reserve('sig_skewed_0000000000', aNow + 2 * tolerance)).not.toBeNull()
+    // the entry's time is up by A's clock, and A prunes
+    await a.storage.replay.prune(aNow + 2 * tolerance + 1, 1000)
+    // B, 8 s behind, still finds the timestamp inside its window: the replay must be refused there
+    const bNow = aNow + 2 * tolerance + 1 - 8_000
+    expect(Math.abs(signedAt - bNow)).toBeLessThanOrEqual(tolerance)
+    expect(await b.storage.replay.reserve('sig_skewed_0000000000', bNow + 2 * tolerance)).toBeNull()
+    // once the margin has passed for every clock, the entry goes
+    expect(await a.storage.replay.prune(aNow + 2 * tolerance + 61_000, 1000)).toBeGreaterThanOrEqual(1)
+  })
+
   test('rate limits are counted once across instances', async () => {
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).storage.rates.hit('send:shared', 30, 60_000, T0 + i)),
