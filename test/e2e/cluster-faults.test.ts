@@ -264,4 +264,18 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
       if (!stopped) await s3.stop()
     }
   }, 60_000)
+
+  test('connections killed under load: statements cut before their commit are retried on a fresh one, every send is acknowledged and pushed', async () => {
+    const { keys, socket } = await listener(b)
+    const senders = Array.from({ length: 30 }, () => a.client())
+    // a burst through A while the server ends every statement connection of the relays (not the listeners)
+    const burst = Promise.all(senders.map((s, i) => s.send({ recipient_key: keys.publicKey, body: { i } }).then((m) => m.message_id, (e) => e)))
+    await Bun.sleep(5)
+    await admin((sql) => sql.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'relay'`, [dbName]))
+    const results = await burst
+    const failures = results.filter((r) => typeof r !== 'string')
+    expect(failures.map((f) => `${f.status} ${f.code}`)).toEqual([])
+    await allPushed(socket, results as string[])
+    socket.close()
+  }, 30_000)
 })
