@@ -11,7 +11,7 @@ import { generateKeyPair, type KeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { withOverrides } from '../../src/config/load.ts'
 import { FakeClock } from '../../src/lib/clock.ts'
-import { createLogger } from '../../src/lib/logger.ts'
+import { createLogger, quietRepeats } from '../../src/lib/logger.ts'
 import { createRelay, type Relay } from '../../src/relay.ts'
 import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
 import type { OpenedStorage } from '../../src/storage/open-storage.ts'
@@ -51,7 +51,8 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
   async function instance(on = url, poolSize?: number, blobStore?: BlobStore): Promise<Instance> {
     const dataDir = tempDir()
     const lines: string[] = []
-    const logger = createLogger('warn', (line) => lines.push(line))
+    // as `relay serve` logs
+    const logger = quietRepeats(createLogger('warn', (line) => lines.push(line)))
     const opened = await openPostgres(on, { logger, clock, lockWaitMs: LOCK_WAIT_MS, signalProbeMs: PROBE_MS, poolSize })
     const relay = createRelay(withOverrides({ dataDir, host: '127.0.0.1', port: 0, logLevel: 'warn' }), { clock, logger, opened, blobStore })
     const { port } = await relay.start()
@@ -278,4 +279,21 @@ describe.skipIf(bin === null)('cluster mode under faults', () => {
     await allPushed(socket, results as string[])
     socket.close()
   }, 30_000)
+
+  // last: the server restarts
+  test('a database outage: a few log lines per instance, not one per attempt; afterwards every message reaches its listener', async () => {
+    const { keys, socket } = await listener(b)
+    const before = [a.lines.length, b.lines.length]
+    await pg.stop()
+    await Bun.sleep(8000)
+    const during = [a.lines.length - before[0], b.lines.length - before[1]]
+    await pg.start()
+    await until(async () => (await ready(a)) === 200 && (await ready(b)) === 200, 30_000, 'both instances ready again')
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) ids.push((await a.client().send({ recipient_key: keys.publicKey, body: { i } })).message_id)
+    await allPushed(socket, ids, 15_000)
+    // each failing timer says so once (the same failure is held back for 30 s), not once per attempt
+    expect(Math.max(...during)).toBeLessThanOrEqual(12)
+    socket.close()
+  }, 90_000)
 })

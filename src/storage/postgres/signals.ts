@@ -270,6 +270,7 @@ export class PostgresSignals implements Signals {
     if (this.flushing || this.closed) return
     this.flushing = true
     try {
+      if (!this.resyncOthers && this.unsent.length === 0) return
       if (this.resyncOthers) {
         await this.sql.notify(SIGNAL_CHANNEL, JSON.stringify({ i: this.instanceId, t: 'r' }))
         this.resyncOthers = false
