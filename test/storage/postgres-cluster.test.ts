@@ -173,6 +173,36 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     expect(await a.connections.tryAdd(k, 'c7', 2, now + 400_000)).toBe(false)
   })
 
+  test('an instance gone at once (kill -9): its connections stop counting when its link leaves the server, not 15 s later', async () => {
+    const c = await openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 })
+    const k = key('Killed')
+    const now = clock.now()
+    expect(await c.connections.tryAdd(k, 'x1', 2, now)).toBe(true)
+    expect(await c.connections.tryAdd(k, 'x2', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, 'y1', 2, now)).toBe(false)
+    // the process dies: its rows stay, with a fresh heartbeat, but its connections are gone from the server
+    await c.signals.close()
+    await (c.connections as unknown as { close(o: { forget: boolean }): Promise<void> }).close({ forget: false })
+    await eventually(async () => await a.connections.tryAdd(k, 'y1', 2, now), 5000)
+    expect(await a.connections.tryAdd(k, 'y2', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, 'y3', 2, now)).toBe(false)
+    await c.storage.close()
+  })
+
+  test('an instance cut off longer than three heartbeats: its connections, cleared by the others, are counted again', async () => {
+    const k = key('Cutoff')
+    const now = clock.now() + 1_000_000
+    expect(await a.connections.tryAdd(k, 'z1', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, 'z2', 2, now)).toBe(true)
+    // A could not beat for 200 s (heartbeats every 60 s here): B clears its rows as a dead instance's
+    await b.connections.heartbeat(now + 200_000)
+    // A reaches the database again: its heartbeat writes back the connections it still holds
+    await a.connections.heartbeat(now + 200_000)
+    expect(await b.connections.tryAdd(k, 'z3', 2, now + 200_001)).toBe(false)
+    await a.connections.remove(k, 'z1')
+    expect(await b.connections.tryAdd(k, 'z3', 2, now + 200_001)).toBe(true)
+  })
+
   test('connection ids are per instance: the same id on two instances is two connections', async () => {
     const k = key('Wid')
     const now = clock.now()

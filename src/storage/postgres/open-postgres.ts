@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import type { OpenedStorage } from '../open-storage.ts'
-import { PostgresConnectionRegistry } from './connection-registry.ts'
+import { LINK_APPLICATION_PREFIX, PostgresConnectionRegistry } from './connection-registry.ts'
 import { migrate } from './migrate.ts'
 import { PostgresSignals } from './signals.ts'
 import { PostgresStorage } from './postgres-storage.ts'
@@ -78,7 +78,7 @@ export async function openPostgres(
   })
   signals = new PostgresSignals(sql, instanceId, storage.messages, opts.logger, {
     // a connection of its own, which the signals replace when it stops hearing
-    connectListener: () => new SQL({ url, max: 1, connectionTimeout: 10, idleTimeout: 0, connection: { application_name: 'relay-signals' } }),
+    connectListener: () => new SQL({ url, max: 1, connectionTimeout: 10, idleTimeout: 0, connection: { application_name: `${LINK_APPLICATION_PREFIX}${instanceId}` } }),
     probeMs: opts.signalProbeMs,
   })
   if (!opts.tool) {
