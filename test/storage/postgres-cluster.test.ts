@@ -10,6 +10,7 @@ import { FakeClock } from '../../src/lib/clock.ts'
 import type { MessageRecord } from '../../src/services/models/records.ts'
 import type { OpenedStorage } from '../../src/storage/open-storage.ts'
 import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
+import { replayEntryExpiry } from '../../src/services/authenticator.ts'
 import { postgresRunner, sharedPostgres, type TestPostgres } from '../support/postgres.ts'
 
 const T0 = 1_795_000_000_000
@@ -133,13 +134,13 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     // A's clock is 8 s ahead of B's; a client ahead too signs at A's now + tolerance, and A accepts it
     const aNow = T0 + 100_000
     const signedAt = aNow + tolerance
-    expect(await a.storage.replay.reserve('sig_skewed_0000000000', aNow + 2 * tolerance)).not.toBeNull()
-    // the entry's time is up by A's clock, and A prunes
+    expect(await a.storage.replay.reserve('sig_skewed_0000000000', replayEntryExpiry(aNow, tolerance))).not.toBeNull()
+    // the window is over by A's clock, and A prunes
     await a.storage.replay.prune(aNow + 2 * tolerance + 1, 1000)
     // B, 8 s behind, still finds the timestamp inside its window: the replay must be refused there
     const bNow = aNow + 2 * tolerance + 1 - 8_000
     expect(Math.abs(signedAt - bNow)).toBeLessThanOrEqual(tolerance)
-    expect(await b.storage.replay.reserve('sig_skewed_0000000000', bNow + 2 * tolerance)).toBeNull()
+    expect(await b.storage.replay.reserve('sig_skewed_0000000000', replayEntryExpiry(bNow, tolerance))).toBeNull()
     // once the margin has passed for every clock, the entry goes
     expect(await a.storage.replay.prune(aNow + 2 * tolerance + 61_000, 1000)).toBeGreaterThanOrEqual(1)
   })

@@ -5,15 +5,7 @@ import { exec, type Db } from './db.ts'
  * The replay guard shared by every instance: a signature is recorded with INSERT … ON CONFLICT DO
  * NOTHING, so of two requests carrying it — on this instance or any other — exactly one inserts it and
  * the other is a replay. The entry is durable when `reserve` resolves.
- *
- * Every instance stamps entries and judges timestamps with its own clock, and any one of them prunes.
- * An entry is pruned only once it has been expired for CLOCK_SKEW_MARGIN_MS by the pruning instance's
- * clock, so that a replay stays refused on an instance whose clock is up to that much behind the
- * others (the database's clock would not help: the timestamp window is each instance's own).
  */
-/** Largest clock difference between instances the replay guard absorbs (see docs: keep clocks in NTP). */
-export const CLOCK_SKEW_MARGIN_MS = 60_000
-
 export class PgReplayStore implements ReplayStore {
   constructor(private readonly db: Db) {}
 
@@ -26,7 +18,7 @@ export class PgReplayStore implements ReplayStore {
     return exec(
       this.db,
       'DELETE FROM replay_log WHERE id IN (SELECT id FROM replay_log WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)',
-      [now - CLOCK_SKEW_MARGIN_MS, limit],
+      [now, limit],
     )
   }
 }
