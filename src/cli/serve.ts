@@ -1,7 +1,7 @@
 import { createServer } from 'node:net'
 import { OPTIONS } from '../config/options.ts'
 import { loadConfig } from '../config/load.ts'
-import { createLogger } from '../lib/logger.ts'
+import { createLogger, quietRepeats } from '../lib/logger.ts'
 import { formatBytes } from '../lib/units.ts'
 import { openRelay } from '../relay.ts'
 import { VERSION } from '../version.ts'
@@ -39,7 +39,8 @@ export async function serve(flags: Record<string, string>): Promise<void> {
   const config = await loadConfig({ flags })
   await assertPortFree(config.host, config.port, 'the address', '--port or RELAY_PORT')
   if (config.metrics.addr) await assertPortFree(config.metrics.addr.host, config.metrics.addr.port, 'the metrics address', 'RELAY_METRICS_ADDR')
-  const logger = createLogger(config.logLevel)
+  // a failing dependency (the database down) is reported, not repeated by every timer and request
+  const logger = quietRepeats(createLogger(config.logLevel))
   const relay = await openRelay(config, { logger })
   const { url, port, metricsUrl } = await relay.start()
   const relayUrl = localUrl(config.host, port)

@@ -27,7 +27,7 @@ export interface Config {
     concurrency: number
   }
   /** `durability`: what an acknowledged write survives (SQLite): a power loss (`fsync`) or a crash of the process (`process`). */
-  database: { url: string; lockWaitMs: number; durability: 'fsync' | 'process' }
+  database: { url: string; poolSize: number; lockWaitMs: number; durability: 'fsync' | 'process' }
   sweepIntervalMs: number
   metrics: { enabled: boolean; addr: { host: string; port: number } | null }
 }

@@ -10,9 +10,14 @@
  * Backpressure: when a send is queued rather than written (the client reads slowly) the connection
  * stops pushing; what it misses stays `sent`. When the socket drains, it syncs again from the first
  * missed message, so a slow consumer catches up without the relay holding its messages in memory.
+ *
+ * A failed read of the backlog (the database restarting, a connection killed) is retried with growing
+ * pauses while live messages stay held; when the reads keep failing the socket is closed with 1011, so
+ * that the client reconnects (and syncs) rather than sitting on a connection that receives nothing.
  */
 import type { AgentRecord } from '../services/models/records.ts'
 import type { MessageRecord, MessagePosition as Position } from '../services/models/records.ts'
+import { CLOSE } from './ws-frames.ts'
 
 /** What a connection needs of the Bun socket; a small surface so that tests can fake it. */
 export interface PushSocket {
@@ -50,6 +55,9 @@ const SYNC_MEMORY_MS = 2000
 const before = (a: Position, b: Position) => a.createdAt < b.createdAt || (a.createdAt === b.createdAt && a.messageId < b.messageId)
 const positionOf = (row: MessageRecord): Position => ({ createdAt: row.createdAt, messageId: row.messageId })
 
+/** Pauses before each new try of a failed sync read; after the last one fails the socket is closed. */
+export const SYNC_RETRY_MS: readonly number[] = [100, 250, 500, 1000, 2000, 4000]
+
 export type ConnectionState = 'new' | 'authenticating' | 'open' | 'closed'
 
 export class Connection {
@@ -81,11 +89,15 @@ export class Connection {
   /** A backlog page is being read; a sync step asked for meanwhile runs after it. */
   private reading = false
   private readAgain = false
+  /** Failed sync reads in a row, and the pending retry. */
+  private failures = 0
+  private retryTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(
     readonly id: number,
     readonly socket: PushSocket,
     private readonly source: PushSource,
+    private readonly retryMs: readonly number[] = SYNC_RETRY_MS,
   ) {}
 
   get isOpen(): boolean {
@@ -176,7 +188,12 @@ export class Connection {
     }
     this.reading = true
     this.readPage()
-      .catch((err) => this.source.onError?.(err))
+      .then(
+        () => {
+          this.failures = 0
+        },
+        (err) => this.failed(err),
+      )
       .finally(() => {
         this.reading = false
         if (this.readAgain) {
@@ -184,6 +201,33 @@ export class Connection {
           this.syncPage()
         }
       })
+  }
+
+  /**
+   * A sync read failed: it is tried again after a pause (live messages stay held meanwhile), and when
+   * every try failed the socket is closed so that the client reconnects.
+   */
+  private failed(err: unknown): void {
+    this.source.onError?.(err)
+    if (this.state !== 'open') return
+    if (this.failures >= this.retryMs.length) {
+      this.stopRetry()
+      this.socket.close(CLOSE.unavailable, 'messages could not be read; reconnect')
+      return
+    }
+    const delay = this.retryMs[this.failures++]
+    clearTimeout(this.retryTimer)
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined
+      if (this.state === 'open' && this.phase === 'sync') this.syncPage()
+    }, delay)
+    ;(this.retryTimer as { unref?: () => void }).unref?.()
+  }
+
+  /** Drops a pending retry (the connection closed). */
+  stopRetry(): void {
+    clearTimeout(this.retryTimer)
+    this.retryTimer = undefined
   }
 
   private async readPage(): Promise<void> {
@@ -213,10 +257,21 @@ export class Connection {
     this.phase = 'live'
     const held = this.held
     this.held = []
-    for (const id of held) {
+    for (let i = 0; i < held.length; i++) {
+      const id = held[i]
       if (this.wasPushed(id)) continue
       // read again: it may have been acked, polled or expired while the sync ran
-      const row = await this.source.find(id)
+      let row: MessageRecord | null
+      try {
+        row = await this.source.find(id)
+      } catch (err) {
+        // back to the sync: the ids not yet read are held again (before those announced meanwhile)
+        if (this.state === 'open' && this.phase === 'live') {
+          this.phase = 'sync'
+          this.held = held.slice(i).concat(this.held)
+        }
+        throw err
+      }
       const now = this.source.now()
       if (row && row.status === 'sent' && row.expiresAt > now && row.recipientKey === this.publicKey) this.offer(row, this.source.frame(row))
     }

@@ -18,6 +18,8 @@ export const CLOSE = {
   goingAway: 1001,
   /** Too many frames while authentication was still running. */
   policy: 1008,
+  /** The relay could not read the agent's messages (its database failed): reconnect. */
+  unavailable: 1011,
   /** A frame over the size allowed (2 MiB; before authentication, the auth frame limit). */
   tooBig: 1009,
   /** docs/protocol.md §8: authentication failed. */

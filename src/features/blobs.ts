@@ -46,9 +46,10 @@ export function blobsFeature(ctx: FeatureContext, deps: { messages: MessagesApi;
       blob_store: async () => {
         const stored = await storage.blobs.storedContents()
         const free = await store.freeBytes()
-        // degraded once the disk cannot take one more blob of the largest size
-        const status = free !== null && free < config.blobs.maxSizeBytes ? 'degraded' : 'ok'
-        return { status, kind: store.kind, bytes: stored.bytes, files: stored.files, free_bytes: free, uploads_in_flight: store.inFlight, unverified_bytes: store.unverifiedBytes }
+        const problem = (await store.problem?.()) ?? null
+        // degraded once the disk cannot take one more blob of the largest size, or the bucket fails
+        const status = problem !== null || (free !== null && free < config.blobs.maxSizeBytes) ? 'degraded' : 'ok'
+        return { status, kind: store.kind, ...(problem ? { error: problem } : {}), bytes: stored.bytes, files: stored.files, free_bytes: free, uploads_in_flight: store.inFlight, unverified_bytes: store.unverifiedBytes }
       },
     },
     readiness: { blob_store: () => store.ready() },

@@ -47,6 +47,21 @@ export interface PrecheckedAuth {
   timestamp: string
 }
 
+/**
+ * Largest clock difference between relay instances (cluster mode) the replay guard absorbs: each
+ * instance judges timestamps by its own clock, and any of them prunes the shared entries.
+ */
+export const CLOCK_SKEW_MARGIN_MS = 60_000
+
+/**
+ * When a replay entry recorded `now` may go: a replay is only possible while the timestamp is inside
+ * the window (twice the tolerance from now at most), on an instance whose clock may be up to the margin
+ * behind the one that prunes.
+ */
+export function replayEntryExpiry(now: number, toleranceMs: number): number {
+  return now + 2 * toleranceMs + CLOCK_SKEW_MARGIN_MS
+}
+
 /** 22 base64url characters = the first 128 bits of a signature: enough to identify it in the replay guard. */
 const SIGNATURE_ID_CHARS = 22
 
@@ -155,8 +170,7 @@ export class Authenticator {
     const known = await this.agents.find(pre.publicKey)
     const admitting = this.admission?.check(pre.publicKey, known !== null, pre.address)
     if (admitting) await admitting
-    // kept for twice the window: a replay is only possible while the timestamp is inside it
-    const reservation = await this.replay.reserve(pre.signature.slice(0, SIGNATURE_ID_CHARS), this.clock.now() + 2 * this.toleranceMs)
+    const reservation = await this.replay.reserve(pre.signature.slice(0, SIGNATURE_ID_CHARS), replayEntryExpiry(this.clock.now(), this.toleranceMs))
     if (!reservation) throw new RelayError('replay_detected', 'This signature was already used')
     const committed = reservation.durable
     try {

@@ -419,6 +419,11 @@ export interface BlobStore {
   freeBytes(): Promise<number | null>
   /** Null when the store takes writes now; else why not (readiness). */
   ready(): Promise<string | null>
+  /**
+   * Null when the store takes writes now, else why not: health details report it as degraded when
+   * `ready` does not count it (a shared bucket: messaging works without it, uploads answer 503).
+   */
+  problem?(): Promise<string | null>
 }
 
 // --- signals between the parts of one relay, and between instances ---

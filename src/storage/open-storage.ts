@@ -34,5 +34,5 @@ export function openStorage(config: Config, paths: { database: string }, logger:
 export async function openStorageAsync(config: Config, paths: { database: string }, logger: Logger, clock: Clock, opts: { tool?: boolean } = {}): Promise<OpenedStorage> {
   if (!config.database.url) return openStorage(config, paths, logger, clock, opts)
   const lockWaitMs = opts.tool ? Math.max(config.database.lockWaitMs, 5000) : config.database.lockWaitMs
-  return openPostgres(config.database.url, { logger, clock, lockWaitMs, tool: opts.tool })
+  return openPostgres(config.database.url, { logger, clock, lockWaitMs, tool: opts.tool, poolSize: config.database.poolSize })
 }

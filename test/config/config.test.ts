@@ -97,6 +97,12 @@ describe('precedence: defaults ← file ← env ← flags', () => {
     writeFileSync(f, `export default { database: { durability: 'process' } }\n`)
     expect((await loadConfig({ cwd: dir, env: {}, flags: { config: f } })).database.durability).toBe('process')
   })
+  test('the database pool size: default, variable, flag; fewer than 2 refused', async () => {
+    expect((await loadConfig({ cwd: dir, env: {} })).database.poolSize).toBe(10)
+    expect((await loadConfig({ cwd: dir, env: { RELAY_DB_POOL_SIZE: '4' } })).database.poolSize).toBe(4)
+    expect((await loadConfig({ cwd: dir, env: { RELAY_DB_POOL_SIZE: '4' }, flags: { 'db-pool-size': '6' } })).database.poolSize).toBe(6)
+    expect(await loadConfig({ cwd: dir, env: { RELAY_DB_POOL_SIZE: '1' } }).catch((e) => String(e))).toContain('RELAY_DB_POOL_SIZE')
+  })
   test('an empty variable is unset, except for free text where empty is the value', async () => {
     const c = await loadConfig({ cwd: dir, env: { RELAY_PORT: '', RELAY_RATE_ADDRESS_EXEMPT: '' }, flags: { config: file } })
     expect(c.port).toBe(1111)

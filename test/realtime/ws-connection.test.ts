@@ -32,16 +32,27 @@ function row(n: number, createdAt = 1000 + n): MessageRecord {
 }
 
 /** A socket whose send result the test controls, and a store of `sent` rows. */
-function setup() {
+function setup(retryMs: number[] = [5, 5, 5]) {
   const sent: string[] = []
+  const closed: number[] = []
   let mode: 'ok' | 'queue' | 'drop' = 'ok'
+  /** Reads that fail from now on (backlog, find), like a database that went away. */
+  let failReads = 0
+  const fail = () => {
+    if (failReads > 0) {
+      failReads--
+      throw new Error('connection closed')
+    }
+  }
   const socket: PushSocket = {
     send(text) {
       if (mode === 'drop') return 0
       sent.push(JSON.parse(text).n)
       return mode === 'queue' ? -1 : text.length
     },
-    close() {},
+    close(code) {
+      closed.push(code ?? 1000)
+    },
     terminate() {},
     ping() {},
   }
@@ -49,6 +60,7 @@ function setup() {
   let onBacklog: (() => void) | null = null
   const source: PushSource = {
     async backlog(_key, after: Position | null, limit) {
+      fail()
       const rows = store
         .filter((r) => !after || r.createdAt > after.createdAt || (r.createdAt === after.createdAt && r.messageId > after.messageId))
         .sort((a, b) => a.createdAt - b.createdAt || (a.messageId < b.messageId ? -1 : 1))
@@ -56,17 +68,22 @@ function setup() {
       onBacklog?.()
       return rows
     },
-    find: async (id) => store.find((r) => r.messageId === id) ?? null,
+    find: async (id) => {
+      fail()
+      return store.find((r) => r.messageId === id) ?? null
+    },
     frame: (r) => JSON.stringify({ n: r.messageId }),
     now: () => 5000,
   }
-  const conn = new Connection(1, socket, source)
+  const conn = new Connection(1, socket, source, retryMs)
   const commit = (r: MessageRecord) => store.push(r)
   const announce = (r: MessageRecord) => conn.offer(r, JSON.stringify({ n: r.messageId }))
   return {
     conn,
     sent,
+    closed,
     store,
+    failNextReads: (n: number) => (failReads = n),
     commit,
     announce,
     setMode: (m: typeof mode) => (mode = m),
@@ -175,5 +192,58 @@ describe('backpressure', () => {
     s.conn.drained()
     await settle()
     expect(s.sent).toEqual([row(1).messageId])
+  })
+})
+
+describe('failed backlog reads', () => {
+  const wait = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+  test('a resync whose read fails is retried: every message committed meanwhile is pushed, once', async () => {
+    const s = setup()
+    s.open()
+    await settle()
+    s.commit(row(1))
+    s.announce(row(1))
+    expect(s.sent).toEqual([row(1).messageId])
+    // the cluster link came back: the backlog is read again, and that read fails twice
+    s.failNextReads(2)
+    s.conn.resync()
+    for (const n of [2, 3, 4, 5, 6]) {
+      s.commit(row(n))
+      s.announce(row(n)) // held while the sync is retried
+    }
+    await wait(60)
+    await settle()
+    expect(s.sent).toEqual([1, 2, 3, 4, 5, 6].map((n) => row(n).messageId))
+    expect(s.closed).toEqual([])
+    // and live pushes go on
+    s.commit(row(7))
+    s.announce(row(7))
+    expect(s.sent.at(-1)).toBe(row(7).messageId)
+  })
+
+  test('a failed read of a held message is retried rather than dropping the held ones', async () => {
+    const s = setup()
+    for (let i = 0; i < 3; i++) s.commit(row(i))
+    s.beforeBacklog(() => {
+      // announced while the first page is read: held, then read again by id when the sync ends
+      s.commit(row(10))
+      s.announce(row(10))
+      s.beforeBacklog(null)
+      s.failNextReads(1) // ... and that read fails once
+    })
+    s.open()
+    await wait(40)
+    await settle()
+    expect(s.sent).toEqual([0, 1, 2, 10].map((n) => row(n).messageId))
+  })
+
+  test('when every retry fails the socket is closed with 1011 so that the client reconnects', async () => {
+    const s = setup([5, 5])
+    s.failNextReads(100)
+    s.open()
+    await wait(60)
+    await settle()
+    expect(s.closed).toEqual([1011])
   })
 })

@@ -10,6 +10,7 @@ import { FakeClock } from '../../src/lib/clock.ts'
 import type { MessageRecord } from '../../src/services/models/records.ts'
 import type { OpenedStorage } from '../../src/storage/open-storage.ts'
 import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
+import { replayEntryExpiry } from '../../src/services/authenticator.ts'
 import { postgresRunner, sharedPostgres, type TestPostgres } from '../support/postgres.ts'
 
 const T0 = 1_795_000_000_000
@@ -128,6 +129,22 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     expect(both.filter((r) => r !== null).length).toBe(1)
   })
 
+  test('clocks 8 s apart: an entry pruned by the instance ahead still refuses the replay on the one behind', async () => {
+    const tolerance = 10_000
+    // A's clock is 8 s ahead of B's; a client ahead too signs at A's now + tolerance, and A accepts it
+    const aNow = T0 + 100_000
+    const signedAt = aNow + tolerance
+    expect(await a.storage.replay.reserve('sig_skewed_0000000000', replayEntryExpiry(aNow, tolerance))).not.toBeNull()
+    // the window is over by A's clock, and A prunes
+    await a.storage.replay.prune(aNow + 2 * tolerance + 1, 1000)
+    // B, 8 s behind, still finds the timestamp inside its window: the replay must be refused there
+    const bNow = aNow + 2 * tolerance + 1 - 8_000
+    expect(Math.abs(signedAt - bNow)).toBeLessThanOrEqual(tolerance)
+    expect(await b.storage.replay.reserve('sig_skewed_0000000000', replayEntryExpiry(bNow, tolerance))).toBeNull()
+    // once the margin has passed for every clock, the entry goes
+    expect(await a.storage.replay.prune(aNow + 2 * tolerance + 61_000, 1000)).toBeGreaterThanOrEqual(1)
+  })
+
   test('rate limits are counted once across instances', async () => {
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).storage.rates.hit('send:shared', 30, 60_000, T0 + i)),
@@ -155,6 +172,36 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     // while an instance that beats keeps its connections counted
     await b.connections.heartbeat(now + 300_000)
     expect(await a.connections.tryAdd(k, 'c7', 2, now + 400_000)).toBe(false)
+  })
+
+  test('an instance gone at once (kill -9): its connections stop counting when its link leaves the server, not 15 s later', async () => {
+    const c = await openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 })
+    const k = key('Killed')
+    const now = clock.now()
+    expect(await c.connections.tryAdd(k, 'x1', 2, now)).toBe(true)
+    expect(await c.connections.tryAdd(k, 'x2', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, 'y1', 2, now)).toBe(false)
+    // the process dies: its rows stay, with a fresh heartbeat, but its connections are gone from the server
+    await c.signals.close()
+    await (c.connections as unknown as { close(o: { forget: boolean }): Promise<void> }).close({ forget: false })
+    await eventually(async () => await a.connections.tryAdd(k, 'y1', 2, now), 5000)
+    expect(await a.connections.tryAdd(k, 'y2', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, 'y3', 2, now)).toBe(false)
+    await c.storage.close()
+  })
+
+  test('an instance cut off longer than three heartbeats: its connections, cleared by the others, are counted again', async () => {
+    const k = key('Cutoff')
+    const now = clock.now() + 1_000_000
+    expect(await a.connections.tryAdd(k, 'z1', 2, now)).toBe(true)
+    expect(await a.connections.tryAdd(k, 'z2', 2, now)).toBe(true)
+    // A could not beat for 200 s (heartbeats every 60 s here): B clears its rows as a dead instance's
+    await b.connections.heartbeat(now + 200_000)
+    // A reaches the database again: its heartbeat writes back the connections it still holds
+    await a.connections.heartbeat(now + 200_000)
+    expect(await b.connections.tryAdd(k, 'z3', 2, now + 200_001)).toBe(false)
+    await a.connections.remove(k, 'z1')
+    expect(await b.connections.tryAdd(k, 'z3', 2, now + 200_001)).toBe(true)
   })
 
   test('connection ids are per instance: the same id on two instances is two connections', async () => {

@@ -237,8 +237,17 @@ export class S3BlobStore implements BlobStore {
     return null
   }
 
-  /** Writes and deletes a small staging object: what every upload will need. */
+  /**
+   * Readiness does not wait on the bucket: messages, sockets and webhooks work without it, and every
+   * instance shares it, so an outage would take them all out of the load balancer at once. Health
+   * details report it (`problem`) and uploads and downloads answer 503 meanwhile.
+   */
   async ready(): Promise<string | null> {
+    return null
+  }
+
+  /** Writes and deletes a small staging object: what every upload will need. */
+  async problem(): Promise<string | null> {
     const err = await this.probe(() => this.probeWrite())
     return err === null ? null : `${this.name}: ${reasonOf(err)}`
   }

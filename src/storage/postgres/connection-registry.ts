@@ -3,6 +3,12 @@
  * the heartbeat of its rows on a timer; rows whose heartbeat is older than three intervals belong to an
  * instance that died and no longer count (and are cleared). `tryAdd` is atomic per agent: it holds a
  * transaction-scoped advisory lock on the agent's key while it counts and inserts.
+ *
+ * Two faults are covered besides: an instance killed outright (kill -9) leaves rows with a fresh
+ * heartbeat, but its listening connection (named after the instance) is gone from the server at once,
+ * and rows of an instance without one do not count; and an instance cut off from the database longer
+ * than three intervals finds its rows cleared by the others, so its heartbeat writes them again from
+ * what it holds in memory.
  */
 import type { SQL } from 'bun'
 import type { Clock } from '../../lib/clock.ts'
@@ -12,10 +18,14 @@ import { exec, one } from './db.ts'
 import { mapPostgresError } from './errors.ts'
 
 export const DEFAULT_HEARTBEAT_MS = 5_000
+/** application_name of an instance's listening connection: this prefix, then the instance id. */
+export const LINK_APPLICATION_PREFIX = 'relay-signals/'
 
 export class PostgresConnectionRegistry implements ConnectionRegistry {
   private timer: ReturnType<typeof setInterval> | null = null
   private readonly staleMs: number
+  /** This instance's registered connections: stored connection id → agent key. */
+  private readonly mine = new Map<string, string>()
 
   constructor(
     private readonly sql: SQL,
@@ -48,8 +58,9 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
         await exec(tx, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.ws:${publicKey}`])
         const row = await one<{ n: number }>(
           tx,
-          'SELECT count(*)::int AS n FROM ws_connections WHERE public_key = $1 AND heartbeat_at > $2 AND NOT (connection_id = $3 AND instance_id = $4)',
-          [publicKey, now - this.staleMs, connectionId, this.instanceId],
+          `SELECT count(*)::int AS n FROM ws_connections c WHERE public_key = $1 AND heartbeat_at > $2 AND NOT (connection_id = $3 AND instance_id = $4)
+             AND (instance_id = $4 OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $5 || c.instance_id))`,
+          [publicKey, now - this.staleMs, connectionId, this.instanceId, LINK_APPLICATION_PREFIX],
         )
         if ((row?.n ?? 0) >= limit) return false
         await exec(
@@ -58,6 +69,7 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
            ON CONFLICT (public_key, connection_id) DO UPDATE SET instance_id = excluded.instance_id, heartbeat_at = excluded.heartbeat_at`,
           [publicKey, connectionId, this.instanceId, now],
         )
+        this.mine.set(connectionId, publicKey)
         return true
       })
     } catch (err) {
@@ -67,6 +79,7 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
 
   async remove(publicKey: string, localId: string): Promise<void> {
     const connectionId = this.rowId(localId)
+    this.mine.delete(connectionId)
     await exec(this.sql, 'DELETE FROM ws_connections WHERE public_key = $1 AND connection_id = $2 AND instance_id = $3', [
       publicKey,
       connectionId,
@@ -77,7 +90,18 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
   /** Keeps this instance's rows counted, and clears the rows of instances whose heartbeat lapsed. */
   async heartbeat(now: number): Promise<void> {
     try {
-      await exec(this.sql, 'UPDATE ws_connections SET heartbeat_at = $1 WHERE instance_id = $2', [now, this.instanceId])
+      const beating = await exec(this.sql, 'UPDATE ws_connections SET heartbeat_at = $1 WHERE instance_id = $2', [now, this.instanceId])
+      if (beating < this.mine.size) {
+        // cleared by the others while this instance could not reach the database: written again
+        const ids = [...this.mine.keys()]
+        await exec(
+          this.sql,
+          `INSERT INTO ws_connections (public_key, connection_id, instance_id, heartbeat_at)
+           SELECT k, c, $3, $4 FROM unnest($1::text[], $2::text[]) AS t(k, c)
+           ON CONFLICT (public_key, connection_id) DO UPDATE SET instance_id = excluded.instance_id, heartbeat_at = excluded.heartbeat_at`,
+          [ids.map((id) => this.mine.get(id) as string), ids, this.instanceId, now],
+        )
+      }
       await exec(this.sql, 'DELETE FROM ws_connections WHERE heartbeat_at <= $1 AND instance_id <> $2', [now - this.staleMs, this.instanceId])
     } catch (err) {
       throw mapPostgresError(err)
@@ -88,6 +112,7 @@ export class PostgresConnectionRegistry implements ConnectionRegistry {
   async close(opts: { forget?: boolean } = {}): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
+    this.mine.clear()
     if (opts.forget !== false) {
       await exec(this.sql, 'DELETE FROM ws_connections WHERE instance_id = $1', [this.instanceId]).catch((err) =>
         this.logger.warn('clearing connections at close failed', { error: String(err) }),

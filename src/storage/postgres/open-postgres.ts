@@ -8,10 +8,13 @@ import { randomUUID } from 'node:crypto'
 import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import type { OpenedStorage } from '../open-storage.ts'
-import { PostgresConnectionRegistry } from './connection-registry.ts'
+import { LINK_APPLICATION_PREFIX, PostgresConnectionRegistry } from './connection-registry.ts'
 import { migrate } from './migrate.ts'
 import { PostgresSignals } from './signals.ts'
 import { PostgresStorage } from './postgres-storage.ts'
+
+/** Connections an instance keeps for statements when not configured (see RELAY_DB_POOL_SIZE). */
+export const DEFAULT_POOL_SIZE = 10
 
 /** postgres://user@host:port/db — the URL without its password or parameters, for messages. */
 export function describeDatabase(url: string): string {
@@ -59,11 +62,13 @@ export function synchronousCommitPromise(setting: string): { level: 'info' | 'wa
 
 export async function openPostgres(
   url: string,
-  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number },
+  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number; signalProbeMs?: number; poolSize?: number },
 ): Promise<OpenedStorage> {
+  const poolSize = opts.tool ? 2 : (opts.poolSize ?? DEFAULT_POOL_SIZE)
   const sql = new SQL({
     url,
-    max: opts.tool ? 2 : 20,
+    // statements; the signals open one connection more (RELAY_DB_POOL_SIZE)
+    max: poolSize,
     connectionTimeout: 10,
     idleTimeout: 60,
     // a statement waiting on a row lock longer than this fails (mapped to 503 with Retry-After)
@@ -94,8 +99,14 @@ export async function openPostgres(
   const storage = new PostgresStorage(sql, {
     logger: opts.logger,
     onClose: [async () => signals?.close(), async () => connections.close()],
+    linkProblem: () => signals?.problem ?? null,
+    poolSize,
   })
-  signals = new PostgresSignals(sql, instanceId, storage.messages, opts.logger)
+  signals = new PostgresSignals(sql, instanceId, storage.messages, opts.logger, {
+    // a connection of its own, which the signals replace when it stops hearing
+    connectListener: () => new SQL({ url, max: 1, connectionTimeout: 10, idleTimeout: 0, connection: { application_name: `${LINK_APPLICATION_PREFIX}${instanceId}` } }),
+    probeMs: opts.signalProbeMs,
+  })
   if (!opts.tool) {
     try {
       await signals.start()

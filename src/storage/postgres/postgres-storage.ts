@@ -27,6 +27,10 @@ export interface PostgresStorageOptions {
   logger: Logger
   /** Run at close, before the pool ends (signals, connection registry). */
   onClose?: (() => Promise<void>)[]
+  /** Connections of the pool; jobs reserve at most half of them (see `exclusive`). */
+  poolSize?: number
+  /** What is wrong with the signal link to the other instances, if anything. */
+  linkProblem?: () => string | null
 }
 
 /**
@@ -54,6 +58,23 @@ const isConflict = (err: unknown) => {
  * Runs `fn` again when PostgreSQL aborted it to break a deadlock (two units updating shared counters
  * in different orders): nothing of it was kept, so running it again is what a client retry would do.
  */
+/**
+ * The server ended the connection under the statement (terminated, shutting down after a crash): the
+ * statement was aborted, not committed, and runs again on another connection rather than answering 503.
+ * The pool finds a dead connection only by using it, and drops it then: after a restart or a mass kill
+ * each of its connections may fail one statement, so a statement is tried up to the pool size + 1 times.
+ */
+function serverCutOff(err: unknown): boolean {
+  const state = (err as { errno?: unknown })?.errno
+  return state === '57P01' || state === '57P02'
+}
+
+/** The link broke (or the server ended it) while a transaction's statements ran, before its COMMIT was sent. */
+function linkLost(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code
+  return serverCutOff(err) || code === 'ERR_POSTGRES_CONNECTION_CLOSED' || code === 'ECONNRESET' || code === 'EPIPE'
+}
+
 async function retryingConflicts<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -69,21 +90,24 @@ async function retryingConflicts<T>(fn: () => Promise<T>): Promise<T> {
  * Every method of `store` with driver errors mapped (a read PostgreSQL aborted to break a deadlock is
  * tried again); those named in `inTx` run in a transaction of their own.
  */
-function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S): S {
+function topLevel<S extends object>(store: S, inTx: readonly string[], run: (fn: (tx: TxStores) => Promise<unknown>) => Promise<unknown>, pick: (tx: TxStores) => S, cutOffTries: number): S {
   return topLevelStore(store, inTx, run, pick, (method, args) => {
     const call = () => method(...args)
     const first = call()
     if (!(first instanceof Promise)) return first
     let tries = 1
-    const again = (err: unknown): Promise<unknown> =>
-      tries++ < CONFLICT_ATTEMPTS && isConflict(err) ? (call() as Promise<unknown>).catch(again) : Promise.reject(mapPostgresError(err))
+    let cutOffs = 0
+    const again = (err: unknown): Promise<unknown> => {
+      if (serverCutOff(err) && ++cutOffs < cutOffTries) return (call() as Promise<unknown>).catch(again)
+      return tries++ < CONFLICT_ATTEMPTS && isConflict(err) ? (call() as Promise<unknown>).catch(again) : Promise.reject(mapPostgresError(err))
+    }
     return first.catch(again)
   })
 }
 
 /** Every async method of `target` with driver errors mapped. */
-function mapped<S extends object>(target: S): S {
-  return topLevel(target, [], () => Promise.resolve(), () => target)
+function mapped<S extends object>(target: S, cutOffTries: number): S {
+  return topLevel(target, [], () => Promise.resolve(), () => target, cutOffTries)
 }
 
 export class PostgresStorage implements Storage {
@@ -105,24 +129,33 @@ export class PostgresStorage implements Storage {
   private closed = false
   private probes = 0
   private readonly stat = { commits: 0, rollbacks: 0 }
+  /** Jobs holding a reserved connection, at most `jobSlots`; the others wait their turn. */
+  private jobsHolding = 0
+  private readonly jobSlots: number
+  /** Tries of a statement the server cut off (see serverCutOff). */
+  private readonly cutOffTries: number
+  private readonly jobQueue: (() => void)[] = []
 
   constructor(
     readonly sql: SQL,
     private readonly opts: PostgresStorageOptions,
   ) {
+    this.jobSlots = Math.max(1, Math.floor((opts.poolSize ?? 10) / 2))
+    this.cutOffTries = (opts.poolSize ?? 10) + 1
     const run = (fn: (tx: TxStores) => Promise<unknown>) => this.run(fn)
-    this.agents = topLevel(new PgAgentStore(sql, this.cache, false), TX_WRITES.agents ?? [], run, (t) => t.agents)
-    this.messages = topLevel(new PgMessageStore(sql), TX_WRITES.messages ?? [], run, (t) => t.messages)
-    this.acl = topLevel(new PgAclStore(sql), [], run, (t) => t.acl)
-    this.blobs = topLevel(new PgBlobRecordStore(sql), TX_WRITES.blobs ?? [], run, (t) => t.blobs)
-    this.webhooks = topLevel(new PgWebhookStore(sql), TX_WRITES.webhooks ?? [], run, (t) => t.webhooks)
-    this.state = topLevel(new PgStateStore(sql), [], run, (t) => t.state)
-    this.admission = topLevel(new PgAdmissionStore(sql), TX_WRITES.admission ?? [], run, (t) => t.admission)
-    this.replay = mapped(new PgReplayStore(sql))
-    this.rates = mapped(new PgRateStore(sql))
-    this.discovery = mapped(new PgDiscoveryStore(sql))
-    this.stats = mapped(new PgStatsStore(sql))
-    this.adminQueries = mapped(new PgAdminQueries(sql))
+    const tries = this.cutOffTries
+    this.agents = topLevel(new PgAgentStore(sql, this.cache, false), TX_WRITES.agents ?? [], run, (t) => t.agents, tries)
+    this.messages = topLevel(new PgMessageStore(sql), TX_WRITES.messages ?? [], run, (t) => t.messages, tries)
+    this.acl = topLevel(new PgAclStore(sql), [], run, (t) => t.acl, tries)
+    this.blobs = topLevel(new PgBlobRecordStore(sql), TX_WRITES.blobs ?? [], run, (t) => t.blobs, tries)
+    this.webhooks = topLevel(new PgWebhookStore(sql), TX_WRITES.webhooks ?? [], run, (t) => t.webhooks, tries)
+    this.state = topLevel(new PgStateStore(sql), [], run, (t) => t.state, tries)
+    this.admission = topLevel(new PgAdmissionStore(sql), TX_WRITES.admission ?? [], run, (t) => t.admission, tries)
+    this.replay = mapped(new PgReplayStore(sql), tries)
+    this.rates = mapped(new PgRateStore(sql), tries)
+    this.discovery = mapped(new PgDiscoveryStore(sql), tries)
+    this.stats = mapped(new PgStatsStore(sql), tries)
+    this.adminQueries = mapped(new PgAdminQueries(sql), tries)
   }
 
   transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
@@ -133,18 +166,19 @@ export class PostgresStorage implements Storage {
   private async run<T>(fn: (tx: TxStores) => Promise<T>): Promise<T> {
     const afterCommit: (() => void)[] = []
     try {
-      const value = await retryingConflicts(() => this.sql.begin(async (db) => {
-        const tx: TxStores = {
-          agents: new PgAgentStore(db, this.cache, true, (step) => afterCommit.push(step)),
-          messages: new PgMessageStore(db, true),
-          acl: new PgAclStore(db),
-          blobs: new PgBlobRecordStore(db),
-          webhooks: new PgWebhookStore(db),
-          state: new PgStateStore(db),
-          admission: new PgAdmissionStore(db),
-        }
-        return fn(tx)
-      }))
+      // a transaction whose connection was lost before its COMMIT was sent did nothing: it runs once more
+      let bodyDone = false
+      let lost = 0
+      const attempt = (): Promise<T> => {
+        bodyDone = false
+        return retryingConflicts(() => this.begin(fn, afterCommit, () => (bodyDone = true))).catch((err) => {
+          if (bodyDone || !linkLost(err) || ++lost >= this.cutOffTries) throw err
+          for (const step of afterCommit) step()
+          afterCommit.length = 0
+          return attempt()
+        })
+      }
+      const value = await attempt()
       this.stat.commits++
       for (const step of afterCommit) step()
       return value as T
@@ -155,11 +189,41 @@ export class PostgresStorage implements Storage {
     }
   }
 
+  private begin<T>(fn: (tx: TxStores) => Promise<T>, afterCommit: (() => void)[], done: () => void): Promise<T> {
+    return this.sql.begin(async (db) => {
+      const tx: TxStores = {
+        agents: new PgAgentStore(db, this.cache, true, (step) => afterCommit.push(step)),
+        messages: new PgMessageStore(db, true),
+        acl: new PgAclStore(db),
+        blobs: new PgBlobRecordStore(db),
+        webhooks: new PgWebhookStore(db),
+        state: new PgStateStore(db),
+        admission: new PgAdmissionStore(db),
+      }
+      const value = await fn(tx)
+      done()
+      return value
+    }) as Promise<T>
+  }
+
   /**
    * Runs `fn` while holding a session advisory lock named after the job on a reserved connection: one
    * instance (and one run) at a time per job; `ran: false` when another holds it.
    */
   async exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    // a job holds its reserved connection while its statements run on others: were every connection
+    // reserved by jobs, their statements (and every request) would wait for good
+    while (this.jobsHolding >= this.jobSlots) await new Promise<void>((r) => this.jobQueue.push(r))
+    this.jobsHolding++
+    try {
+      return await this.exclusiveOn(job, fn)
+    } finally {
+      this.jobsHolding--
+      this.jobQueue.shift()?.()
+    }
+  }
+
+  private async exclusiveOn<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
     let conn: Awaited<ReturnType<SQL['reserve']>>
     try {
       conn = await this.sql.reserve()
@@ -188,9 +252,12 @@ export class PostgresStorage implements Storage {
     } catch (err) {
       return { status: 'down' as const, engine: 'postgres', error: String((err as Error).message ?? err) }
     }
+    const link = this.opts.linkProblem?.() ?? null
     return {
-      status: 'ok' as const,
+      status: link ? ('degraded' as const) : ('ok' as const),
       engine: 'postgres',
+      signal_link: link ? 'down' : 'ok',
+      ...(link ? { error: link } : {}),
       latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
       commits: this.stat.commits,
       rollbacks: this.stat.rollbacks,
@@ -199,6 +266,9 @@ export class PostgresStorage implements Storage {
 
   /** Whether a write goes through now (answered within about a second). */
   async ready(): Promise<string | null> {
+    // an instance that does not hear the others would not push their messages to its sockets
+    const link = this.opts.linkProblem?.()
+    if (link) return link
     return probeWithin(this.state.setNumber(`ready_probe`, ++this.probes), 1000, 'database does not answer', 'database not writable')
   }
 
