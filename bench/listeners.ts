@@ -180,18 +180,18 @@ async function client() {
 
   const connect = (i: number) => {
     inflight++
-    Bun.connect<SockState>({
+    // Bun.connect binds the local address when given one (not in its types)
+    const options = {
       hostname: '127.0.0.1',
       port,
-      // @ts-expect-error Bun.connect binds the local address when given one (not in its types)
       localAddress: `127.0.0.${2 + (i % 200)}`,
       data: { i, phase: 'handshake', buf: null, closedByUs: false },
       socket: {
-        open(s) {
+        open(s: Bun.Socket<SockState>) {
           s.write(`GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`)
         },
         data: onData,
-        close(s) {
+        close(s: Bun.Socket<SockState>) {
           const st = s.data
           if (st.closedByUs) return
           if (st.phase === 'open') authenticated--
@@ -203,7 +203,8 @@ async function client() {
         },
         error() {},
       },
-    }).catch(() => {
+    }
+    Bun.connect<SockState>(options as Bun.TCPSocketConnectOptions<SockState>).catch(() => {
       inflight--
       errors++
       if (reconnecting) retryLater(i)
