@@ -31,7 +31,7 @@
 import { spawn, spawnSync, type Subprocess } from 'bun'
 import { createHash, createPrivateKey, createPublicKey, sign as nativeSign } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BINARY, benchSize, fmt, freePort, nativeAgent, percentile, rssMiB } from './lib.ts'
 
@@ -298,7 +298,7 @@ async function main() {
     const total = () => reports.reduce((n, r) => n + r.authenticated, 0)
     await Bun.sleep(300)
     const rss0 = rssMiB(relay.proc.pid)
-    console.log(`relay ${binary}; ${LISTENERS} listeners from ${CLIENTS} client processes; descriptor limit ${raiseFdLimit(relay.proc.pid)} for the relay`)
+    console.log(`relay ${binary}; ${LISTENERS} listeners from ${CLIENTS} client processes; descriptor limit ${raiseFdLimit(relay.proc.pid)} for the relay; load average ${loadavg().map((n) => n.toFixed(1)).join(' ')}`)
 
     // 1. connect
     const t0 = performance.now()
