@@ -3,6 +3,7 @@
  *
  *   bun bench/listeners.ts [BINARY]                       # 10,000 listeners against dist/relay (or BINARY)
  *   BENCH_LISTENERS=100000 bun bench/listeners.ts BINARY  # the full size
+ *   bun bench/listeners.ts floor                          # part 1 against a bare Bun.serve WebSocket server
  * (from the repository root, with node_modules/.bin on PATH; as root, or with a hard descriptor limit
  * above the number of listeners, since the limits are raised with `prlimit` on every process)
  *
@@ -245,7 +246,8 @@ interface ClientReport {
 }
 
 async function startRelay(binary: string, port: number, dataDir: string) {
-  const proc = spawn([binary, 'serve', '--port', String(port), '--data-dir', dataDir], {
+  const argv = binary === 'floor' ? [process.execPath, import.meta.path, '--floor-server', String(port)] : [binary, 'serve', '--port', String(port), '--data-dir', dataDir]
+  const proc = spawn(argv, {
     env: {
       PATH: process.env.PATH ?? '',
       RELAY_LOG_LEVEL: 'warn',
@@ -313,6 +315,7 @@ async function main() {
     console.log(`   relay RSS ${fmt(rss0, 1)} MiB idle → ${fmt(rss1, 1)} MiB: ${fmt(((rss1 - rss0) * 1024) / LISTENERS, 2)} KiB per socket (${fmt((rss1 * 1024) / LISTENERS, 2)} KiB counting the idle relay)   (goal ≤ 10 KiB)`)
     console.log(`   client processes RSS ${reports.map((r) => fmt(r.rss, 0)).join(' + ')} MiB`)
 
+    if (binary === 'floor') return
     // 2. latency
     const senders = Array.from({ length: 10 }, () => nativeAgent())
     const sends = RATE * SECONDS
@@ -376,8 +379,32 @@ async function main() {
     await relay.proc.exited
     rmSync(dataDir, { recursive: true, force: true })
   }
-  process.exit(0)
+}
+
+/**
+ * The floor: a bare Bun.serve WebSocket server that answers any first frame with an ok auth_result and
+ * keeps nothing per socket but what the runtime does; what the runtime alone costs per socket.
+ */
+function floorServer(port: number) {
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port,
+    fetch(req, srv) {
+      if (new URL(req.url).pathname === '/v1/health/ready') return new Response('ok')
+      if (new URL(req.url).pathname === '/v1/health/details') return Response.json({ components: { websocket: { authenticated: srv.pendingWebSockets } } })
+      return srv.upgrade(req) ? undefined : new Response('no', { status: 400 })
+    },
+    websocket: { idleTimeout: 0, sendPings: false, perMessageDeflate: false, message: (ws) => void ws.send('{"type":"auth_result","status":"ok"}') },
+  })
+  process.on('SIGTERM', () => {
+    server.stop(true)
+    process.exit(0)
+  })
 }
 
 if (process.argv.includes('--client')) await client()
-else await main()
+else if (process.argv.includes('--floor-server')) floorServer(Number(process.argv[process.argv.indexOf('--floor-server') + 1]))
+else {
+  await main()
+  process.exit(0)
+}
