@@ -57,6 +57,15 @@ function listenerKey(i: number) {
 }
 
 /** Raises a process's descriptor limit to FD_LIMIT (needs CAP_SYS_RESOURCE), else to its hard limit; returns it. */
+/** RSS split into anonymous memory (heaps, buffers) and file-backed pages (the binary, the memory-mapped database), MiB. */
+function rssParts(pid: number) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024
+  return { total: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') }
+}
+const perSocket = (a: ReturnType<typeof rssParts>, b: ReturnType<typeof rssParts>, n: number) =>
+  `${fmt(((b.total - a.total) * 1024) / n, 2)} KiB per socket (anonymous ${fmt(((b.anon - a.anon) * 1024) / n, 2)}, file-backed ${fmt(((b.file - a.file) * 1024) / n, 2)})`
+
 function raiseFdLimit(pid: number): number {
   if (spawnSync(['prlimit', `--pid=${pid}`, `--nofile=${FD_LIMIT}:${FD_LIMIT}`]).exitCode === 0) return FD_LIMIT
   const hard = /(\d+)\s*$/.exec(spawnSync(['prlimit', `--pid=${pid}`, '--nofile', '--raw', '--noheadings', '-o', 'HARD']).stdout.toString().trim())
@@ -300,6 +309,7 @@ async function main() {
     const total = () => reports.reduce((n, r) => n + r.authenticated, 0)
     await Bun.sleep(300)
     const rss0 = rssMiB(relay.proc.pid)
+    const parts0 = rssParts(relay.proc.pid)
     console.log(`relay ${binary}; ${LISTENERS} listeners from ${CLIENTS} client processes; descriptor limit ${raiseFdLimit(relay.proc.pid)} for the relay; load average ${loadavg().map((n) => n.toFixed(1)).join(' ')}`)
 
     // 1. connect
@@ -309,10 +319,12 @@ async function main() {
     const connectS = (performance.now() - t0) / 1000
     await Bun.sleep(2000)
     const rss1 = rssMiB(relay.proc.pid)
+    const parts1 = rssParts(relay.proc.pid)
     const details = (await (await fetch(`${relay.url}/v1/health/details`)).json()) as any
     const refused = reports.reduce((n, r) => n + r.refused, 0)
     console.log(`\n1. ${total()} of ${LISTENERS} authenticated in ${fmt(connectS, 1)} s (${fmt(total() / connectS, 0)}/s; ${refused} handshakes refused by the pre-auth caps and retried); relay reports ${details.components?.websocket?.authenticated}`)
     console.log(`   relay RSS ${fmt(rss0, 1)} MiB idle → ${fmt(rss1, 1)} MiB: ${fmt(((rss1 - rss0) * 1024) / LISTENERS, 2)} KiB per socket (${fmt((rss1 * 1024) / LISTENERS, 2)} KiB counting the idle relay)   (goal ≤ 10 KiB)`)
+    console.log(`   that is ${perSocket(parts0, parts1, LISTENERS)}; the agents were new, so their rows and replay entries are in it too`)
     console.log(`   client processes RSS ${reports.map((r) => fmt(r.rss, 0)).join(' + ')} MiB`)
 
     if (binary === 'floor') return
@@ -360,6 +372,7 @@ async function main() {
     const down = performance.now()
     relay = await startRelay(binary, port, dataDir)
     const ready = performance.now()
+    const partsReady = rssParts(relay.proc.pid)
     let allBackAt = NaN
     while (performance.now() - ready < STORM_LIMIT * 1000) {
       if (total() >= LISTENERS) {
@@ -368,11 +381,13 @@ async function main() {
       }
       await Bun.sleep(20)
     }
-    await Bun.sleep(300)
+    await Bun.sleep(2000)
+    const partsBack = rssParts(relay.proc.pid)
     const stormRefused = reports.reduce((n, r) => n + r.refused, 0)
     const stormErrors = reports.reduce((n, r) => n + r.errors, 0)
     console.log(`\n3. reconnect storm: relay stopped and started again in ${fmt((ready - down) / 1000, 2)} s; ${total()} of ${LISTENERS} back ${Number.isNaN(allBackAt) ? `NOT all within ${STORM_LIMIT} s` : `in ${fmt((allBackAt - ready) / 1000, 1)} s after ready`}`)
-    console.log(`   handshakes refused meanwhile (429/503, retried) ${stormRefused}; connection errors (retried) ${stormErrors}; never back ${LISTENERS - total()}   (goal: all within 60 s); relay RSS ${fmt(rssMiB(relay.proc.pid), 1)} MiB`)
+    console.log(`   handshakes refused meanwhile (429/503, retried) ${stormRefused}; connection errors (retried) ${stormErrors}; never back ${LISTENERS - total()}   (goal: all within 60 s)`)
+    console.log(`   relay RSS ${fmt(partsReady.total, 1)} MiB when ready → ${fmt(partsBack.total, 1)} MiB with all back (agents known now): ${perSocket(partsReady, partsBack, LISTENERS)}`)
   } finally {
     for (const p of clients) p.kill()
     relay.proc.kill('SIGTERM')
