@@ -10,7 +10,7 @@
  */
 import { spawn } from 'bun'
 import { heapStats } from 'bun:jsc'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { withOverrides } from '../src/config/load.ts'
@@ -32,4 +32,7 @@ const b = snap()
 console.log(`N=${N} heap +${((b.size - a.size) / N).toFixed(0)} B/socket, rss +${((b.rss - a.rss) / N / 1024).toFixed(2)} KiB/socket`)
 const diff = Object.keys(b.counts).map((k) => [k, (b.counts[k] ?? 0) - (a.counts[k] ?? 0)] as const).filter(([, d]) => d >= N / 2).sort((x, y) => y[1] - x[1])
 for (const [k, d] of diff.slice(0, 25)) console.log(`  ${k}: +${d} (${(d / N).toFixed(2)} per socket)`)
-p.kill(); process.exit(0)
+p.kill()
+await relay.stop()
+rmSync(dataDir, { recursive: true, force: true })
+process.exit(0)
