@@ -58,7 +58,7 @@ interface Seeded {
 
 const keepDir = process.env.BENCH_DATA_DIR
 const dataDir = keepDir ?? mkdtempSync(join(tmpdir(), 'relay-bench-discovery-'))
-const relay = createRelay(withOverrides({ dataDir, port: 0, logLevel: 'error' }), { logger: silentLogger })
+const relay = createRelay(withOverrides({ dataDir, port: 0, logLevel: 'error', rateLimits: { requestsPerMin: 0 } }), { logger: silentLogger })
 const db = relay.sqlite!
 const now = Date.now()
 

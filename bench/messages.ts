@@ -13,14 +13,15 @@
  *    database (not via HTTP), then BENCH_POLLS signed `GET /v1/messages?limit=100` one at a time, each by a
  *    different agent; p50/p99 as the client sees them. Also the database size that took.
  * 3. Sweep stall: BENCH_SWEEP messages past expiry in an in-process relay; the expiry job runs while a
- *    1 ms interval probe measures event-loop lag and signed requests are timed concurrently.
+ *    1 ms interval probe measures event-loop lag and a signed send every 5 ms is timed; the same sends
+ *    timed for BENCH_BASELINE_MS (5 s) before the sweep are the baseline its p99 is compared with.
  *
  * Sizes (env): BENCH_SENDERS 1000, BENCH_SENDS 20000, BENCH_CONCURRENCY 64, BENCH_MESSAGES 1000000,
- * BENCH_AGENTS 10000, BENCH_POLLS 2000, BENCH_SWEEP 100000. BENCH_QUICK=1 divides the big ones.
+ * BENCH_AGENTS 10000, BENCH_POLLS 2000, BENCH_SWEEP 1000000. BENCH_QUICK=1 divides the big ones.
  */
 import { spawn, type Subprocess } from 'bun'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { keyPairFromSeed, signRequest, type KeyPair } from '../src/auth/sign.ts'
 import { withOverrides } from '../src/config/load.ts'
@@ -37,7 +38,9 @@ const CONCURRENCY = benchSize('BENCH_CONCURRENCY', 64, 64)
 const MESSAGES = benchSize('BENCH_MESSAGES', 1_000_000, 50_000)
 const AGENTS = benchSize('BENCH_AGENTS', 10_000, 1_000)
 const POLLS = benchSize('BENCH_POLLS', 2_000, 300)
-const SWEEP = benchSize('BENCH_SWEEP', 100_000, 20_000)
+const SWEEP = benchSize('BENCH_SWEEP', 1_000_000, 20_000)
+/** How long sends are timed before the sweep starts, as the baseline. */
+const BASELINE_MS = benchSize('BENCH_BASELINE_MS', 5000, 2000)
 
 const repoRoot = join(import.meta.dir, '..')
 
@@ -187,7 +190,7 @@ async function benchPoll() {
       const sorted = r.latencies.sort((a, b) => a - b)
       console.log(`poll: ${MESSAGES} messages across ${AGENTS} agents (seeded in ${ms(seedMs)}), ${polls.length} polls of limit=100, one at a time`)
       console.log(`  latency p50 ${ms(pct(sorted, 50))}, p99 ${ms(pct(sorted, 99))}, max ${ms(sorted[sorted.length - 1])}; non-200: ${r.failures}`)
-      console.log(`  database size ${mib(dbBytes)} (${(dbBytes / MESSAGES).toFixed(0)} bytes per message)`)
+      console.log(`  database size ${mib(dbBytes)} (${(dbBytes / MESSAGES).toFixed(0)} bytes per message, ${((dbBytes / MESSAGES) * 1e6 / 2 ** 20).toFixed(0)} MiB per million)`)
     } finally {
       await stopServer(proc)
     }
@@ -216,37 +219,46 @@ async function benchSweep() {
       maxLag = Math.max(maxLag, t - last - 1)
       last = t
     }, 1)
-    const reqLatencies: number[] = []
-    let sweeping = true
-    const requester = (async () => {
+    // signed sends, one every 5 ms, timed first for BASELINE_MS without the sweep, then during it
+    const senders = keys(50, 4)
+    let sweeping: boolean | null = false
+    const baseline: number[] = []
+    const during: number[] = []
+    const sender = (async () => {
       let i = 0
-      while (sweeping) {
-        const k = agents[i++ % agents.length]
+      while (sweeping !== null) {
+        const k = senders[i % senders.length]
+        const to = agents[i++ % agents.length]
+        const into = sweeping ? during : baseline
         const s = performance.now()
-        await (await relay.handle(signedRequest(base, k, 'GET', `/v1/agents/${k.publicKey}`))).arrayBuffer()
-        reqLatencies.push(performance.now() - s)
+        const res = await relay.handle(signedRequest(base, k, 'POST', '/v1/messages', { recipient_key: to.publicKey, body: { n: i } }))
+        await res.arrayBuffer()
+        if (res.status === 201) into.push(performance.now() - s)
         await Bun.sleep(5)
       }
     })()
-    await Bun.sleep(50)
+    await Bun.sleep(BASELINE_MS)
+    sweeping = true
     maxLag = 0
     const t0 = performance.now()
     const result = (await relay.scheduler.runNow('expire-messages')) as Record<string, number>
     const sweepMs = performance.now() - t0
-    sweeping = false
-    await requester
+    sweeping = null
+    await sender
     clearInterval(probe)
     await relay.stop()
-    const sorted = reqLatencies.sort((a, b) => a - b)
+    baseline.sort((a, b) => a - b)
+    during.sort((a, b) => a - b)
     console.log(`sweep: ${SWEEP} messages past expiry (70 % sent, 30 % delivered)`)
-    console.log(`  took ${ms(sweepMs)} in ${result.batches} batches: expired ${result.expired}, removed ${result.removed_delivered}`)
-    console.log(`  longest event-loop stall ${ms(maxLag)}; ${sorted.length} concurrent requests, p50 ${ms(pct(sorted, 50))}, max ${ms(sorted[sorted.length - 1] ?? 0)}`)
+    console.log(`  took ${ms(sweepMs)} in ${result.batches} batches: expired ${result.expired}, removed ${result.removed_delivered} (${(SWEEP / (sweepMs / 1000)).toFixed(0)} messages/s)`)
+    console.log(`  longest event-loop stall ${ms(maxLag)}`)
+    console.log(`  signed sends every 5 ms: without the sweep (${baseline.length}) p50 ${ms(pct(baseline, 50))}, p99 ${ms(pct(baseline, 99))}; during it (${during.length}) p50 ${ms(pct(during, 50))}, p99 ${ms(pct(during, 99))}, max ${ms(during[during.length - 1] ?? 0)}: p99 ×${(pct(during, 99) / pct(baseline, 99)).toFixed(2)}   (goal ≤ ×2)`)
   } finally {
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
 
-console.log(`bench/messages.ts${QUICK ? ' (QUICK sizes)' : ''} — bun ${Bun.version}, ${navigator.hardwareConcurrency} cores`)
+console.log(`bench/messages.ts${QUICK ? ' (QUICK sizes)' : ''} — bun ${Bun.version}, ${navigator.hardwareConcurrency} cores, load average ${loadavg().map((n) => n.toFixed(1)).join(' ')}`)
 const only = process.env.BENCH_ONLY
 if (!only || only === 'send') await benchSend()
 if (!only || only === 'poll') await benchPoll()

@@ -68,17 +68,17 @@ export class Connection {
   /** Seen traffic (a frame or a pong) since the last keepalive ping. */
   alive = true
   authTimer: ReturnType<typeof setTimeout> | undefined
-  /** Frames that arrived while the auth frame was being checked, handled once it passes. */
-  early: (string | Uint8Array)[] = []
+  /** Frames that arrived while the auth frame was being checked, handled once it passes (null: none). */
+  early: (string | Uint8Array)[] | null = null
   earlyBytes = 0
   /** Answers to frames leave in the order the frames came, though the frames are handled concurrently. */
-  private replies: Promise<void> = Promise.resolve()
+  private replies: Promise<void> | null = null
   private pendingReplies = 0
 
   private phase: 'sync' | 'live' = 'sync'
   private cursor: Position | null = null
-  /** Live messages seen during a sync: ids only, so that holding them costs little whatever their size. */
-  private held: string[] = []
+  /** Live messages seen during a sync: ids only, so that holding them costs little whatever their size (null: none). */
+  private held: string[] | null = null
   private syncPushed: Set<string> | null = null
   private recent: string[] | null = null
   private recentSet: Set<string> | null = null
@@ -117,13 +117,14 @@ export class Connection {
     if (this.pendingReplies === 0 && typeof answer === 'string') return this.reply(answer)
     if (answer === null && this.pendingReplies === 0) return
     this.pendingReplies++
-    this.replies = this.replies
+    this.replies = (this.replies ?? Promise.resolve())
       .then(() => answer)
       .then((text) => {
         if (text !== null) this.reply(text)
       })
       .finally(() => {
-        this.pendingReplies--
+        // the last answer in line: an idle connection keeps no promise chain
+        if (--this.pendingReplies === 0) this.replies = null
       })
   }
 
@@ -143,7 +144,7 @@ export class Connection {
   offer(row: MessageRecord, text: string): void {
     if (this.state !== 'open' || this.wasPushed(row.messageId)) return
     if (this.phase === 'sync') {
-      if (this.held.length < MAX_HELD) this.held.push(row.messageId)
+      if ((this.held?.length ?? 0) < MAX_HELD) (this.held ??= []).push(row.messageId)
       else this.missed(row)
       return
     }
@@ -255,8 +256,8 @@ export class Connection {
 
   private async finishSync(): Promise<void> {
     this.phase = 'live'
-    const held = this.held
-    this.held = []
+    const held = this.held ?? []
+    this.held = null
     for (let i = 0; i < held.length; i++) {
       const id = held[i]
       if (this.wasPushed(id)) continue
@@ -268,7 +269,7 @@ export class Connection {
         // back to the sync: the ids not yet read are held again (before those announced meanwhile)
         if (this.state === 'open' && this.phase === 'live') {
           this.phase = 'sync'
-          this.held = held.slice(i).concat(this.held)
+          this.held = held.slice(i).concat(this.held ?? [])
         }
         throw err
       }

@@ -235,9 +235,12 @@ export class SocketHub {
   /** The socket no longer counts as unauthenticated: its budget and its place in the counts go back. */
   private settle(ws: Socket): void {
     ws.data.hold?.release()
+    // nothing of the handshake stays referenced by a socket that may live for days
+    ws.data.hold = undefined
     if (!ws.data.pending) return
     ws.data.pending = false
     this.givePending(ws.data.address ?? null)
+    ws.data.address = undefined
   }
 
   private rememberKey(publicKey: string): void {
@@ -350,7 +353,7 @@ export class SocketHub {
       case 'authenticating': {
         const n = byteLength(data)
         conn.earlyBytes += n
-        let held = conn.early.length < MAX_EARLY_FRAMES && conn.earlyBytes <= MAX_EARLY_BYTES
+        let held = (conn.early?.length ?? 0) < MAX_EARLY_FRAMES && conn.earlyBytes <= MAX_EARLY_BYTES
         try {
           if (held) ws.data.hold?.take(n)
         } catch {
@@ -360,7 +363,7 @@ export class SocketHub {
           conn.state = 'closed'
           return ws.close(CLOSE.policy, 'too many frames before authentication')
         }
-        conn.early.push(data)
+        ;(conn.early ??= []).push(data)
         return
       }
       case 'open':
@@ -399,14 +402,15 @@ export class SocketHub {
         }
         const set = this.byAgent.get(agent.publicKey) ?? new Set<Connection>()
         clearTimeout(conn.authTimer)
+        conn.authTimer = undefined
         set.add(conn)
         this.byAgent.set(agent.publicKey, set)
         conn.reply(frames.authOk(agent.publicKey))
         if (this.deps.logger.enabled('debug')) this.deps.logger.debug('websocket authenticated', { agent: agent.publicKey, connection: conn.id })
         conn.open(agent)
         const early = conn.early
-        conn.early = []
-        for (const f of early) if (conn.isOpen) this.onFrame(conn, f)
+        conn.early = null
+        if (early) for (const f of early) if (conn.isOpen) this.onFrame(conn, f)
         this.settle(ws)
         this.rememberKey(agent.publicKey)
       },
