@@ -12,6 +12,7 @@
  * and every browser's WebCrypto, where ChaCha20-Poly1305 is not (docs/protocol.md explains the figures).
  */
 import { BLOB_FORMAT_AES256GCM_64K, BLOB_HEADER_BYTES, BLOB_KEY_INFO, BLOB_SALT_BYTES, BLOB_SEGMENT_BYTES, BLOB_TAG_BYTES, DEK_BYTES } from './constants.ts'
+import { concatBytes } from './bytes.ts'
 import { DecryptError } from './errors.ts'
 import { hkdfExpand, hkdfExtract } from './hkdf.ts'
 import type { CryptoPrimitives } from './primitives.ts'
@@ -187,16 +188,6 @@ function streamOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
 
 async function collect(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   const parts: Uint8Array[] = []
-  let size = 0
-  for await (const part of stream as unknown as AsyncIterable<Uint8Array>) {
-    parts.push(part)
-    size += part.length
-  }
-  const out = new Uint8Array(size)
-  let at = 0
-  for (const part of parts) {
-    out.set(part, at)
-    at += part.length
-  }
-  return out
+  for await (const part of stream as unknown as AsyncIterable<Uint8Array>) parts.push(part)
+  return concatBytes(...parts)
 }
