@@ -18,6 +18,11 @@ export interface BridgeOptions {
   fetch?: FetchLike
   /** Wall clock for signatures and expiry (tests pass the relay's fake clock). */
   now?: () => number
+  /**
+   * Publish that this agent reads encrypted messages (`metadata.encryption`) before the first request,
+   * when its profile says nothing about it yet, as the command line does (docs/protocol.md §14).
+   */
+  publishEncryption?: boolean
 }
 
 /** An attachment as a tool takes it: a blob id, a local path, or an object saying which. */
@@ -43,7 +48,7 @@ export class Bridge {
 
   constructor(readonly opts: BridgeOptions) {
     this.relayUrl = opts.relayUrl.replace(/\/+$/, '')
-    this.client = new RelayClient({ baseUrl: this.relayUrl, keys: opts.keys, fetch: opts.fetch, now: opts.now })
+    this.client = new RelayClient({ baseUrl: this.relayUrl, keys: opts.keys, fetch: opts.fetch, now: opts.now, encryption: { publish: opts.publishEncryption === true } })
     this.inbox = new PendingInbox(this.client, { now: opts.now, ...opts.inbox })
   }
 

@@ -137,7 +137,7 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   }
   const channel = flags.channel === 'true'
   if (channel && listen) throw new UsageError('--channel works over stdio only (hosts start channel servers as a command)')
-  const bridge = new Bridge({ relayUrl, keys, files, inbox: { log } })
+  const bridge = new Bridge({ relayUrl, keys, files, inbox: { log }, publishEncryption: io.env.RELAY_PUBLISH_ENCRYPTION !== 'false' })
   log(`agent ${keys.publicKey} on ${relayUrl}`)
   log(`files: ${files.roots.join(', ')}${files.isDefault ? ' (the default; --files DIR to choose)' : ''}${files.allowOverwrite ? ', may overwrite' : ''}`)
   bridge.start()

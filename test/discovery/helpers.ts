@@ -24,6 +24,9 @@ export async function keysOf(c: RelayClient, query: Parameters<RelayClient['disc
 export async function touch(t: TestRelay, c: RelayClient): Promise<void> {
   t.clock.advance(10_001)
   await c.getAgent()
+  // the last-active write is queued in the background while the request is answered; a unit of work
+  // queued after it settles once it has committed, so the next read sees the agent moved
+  await t.relay.storage.transaction(async () => {})
 }
 
 export const sorted = (xs: string[]) => [...xs].sort()

@@ -36,9 +36,12 @@ beforeAll(async () => {
   dir = tempDir('relay-mcp-enc-')
   alice = newAgent(dir, 'alice')
   bob = newAgent(dir, 'bob')
-  // bob reads encrypted messages; alice declares nothing
+  // bob reads encrypted messages; alice declares nothing (her bridge is told not to publish it)
   await new RelayClient({ baseUrl: relay.url, keys: bob.keys }).declareEncryption()
-  ;[a, b] = await Promise.all([stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir }), stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir })])
+  ;[a, b] = await Promise.all([
+    stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir, env: { RELAY_PUBLISH_ENCRYPTION: 'false' } }),
+    stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir }),
+  ])
 }, 120_000)
 
 afterAll(async () => {
@@ -49,6 +52,22 @@ afterAll(async () => {
 })
 
 describe('relay mcp, end to end encrypted', () => {
+  test('a bridge publishes that its agent reads encrypted messages, keeping the rest of the metadata; RELAY_PUBLISH_ENCRYPTION=false does not', async () => {
+    const carol = newAgent(dir, 'carol')
+    const carolClient = new RelayClient({ baseUrl: relay.url, keys: carol.keys })
+    await carolClient.updateProfile({ metadata: { team: 'blue' } })
+    const c = await stdioBridge({ relayUrl: relay.url, agent: carol, cwd: dir })
+    try {
+      await ok(c, 'relay_whoami', {})
+      const profile = await carolClient.getAgent()
+      expect(profile.metadata).toMatchObject({ team: 'blue', encryption: { versions: [3, 2], require: false } })
+    } finally {
+      await c.close()
+    }
+    const aliceProfile = await new RelayClient({ baseUrl: relay.url, keys: alice.keys }).getAgent()
+    expect((aliceProfile.metadata as Record<string, unknown> | null)?.encryption).toBeUndefined()
+  })
+
   test('send to a declaring agent: body and file encrypted; received decrypted; download decrypted', async () => {
     writeFileSync(join(dir, 'notes.txt'), `${MARKER} file\n`.repeat(5000))
     const sent = await ok(a, 'relay_send', { to: bob.keys.publicKey, text: `${MARKER} body`, thread_id: 'enc-mcp', attachments: ['notes.txt'] })

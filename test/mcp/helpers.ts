@@ -63,12 +63,12 @@ export interface Bridge {
 const filesArgs = (opts: { cwd: string; args?: string[] }) => (opts.args?.includes('--files') ? [] : ['--files', opts.cwd])
 
 /** `relay mcp` over stdio, as a host starts it: command, args, env. */
-export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[] }): Promise<Bridge> {
+export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; env?: Record<string, string> }): Promise<Bridge> {
   const command = await relayBinary()
   const transport = new StdioClientTransport({
     command,
     args: ['mcp', ...filesArgs(opts), ...(opts.args ?? [])],
-    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile, XDG_DATA_HOME: join(opts.cwd, '.xdg') },
+    env: { PATH: process.env.PATH ?? '', RELAY_URL: opts.relayUrl, RELAY_KEY_FILE: opts.agent.keyFile, XDG_DATA_HOME: join(opts.cwd, '.xdg'), ...opts.env },
     cwd: opts.cwd,
     stderr: 'pipe',
   })

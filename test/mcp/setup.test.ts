@@ -61,7 +61,7 @@ test('tool schemas carry the relay rules, so a bad call fails before the relay i
     expect(me.inbox).toMatchObject({ pending_count: 1, senders: 1 })
     expect(me.inbox.rule).toContain('relay_ack')
     expect(me.files).toEqual({ directories: [dir], download_dir: dir, overwrite_allowed: false })
-    expect(me.encryption).toMatchObject({ end_to_end: true, declared: false })
+    expect(me.encryption).toMatchObject({ end_to_end: true, declared: true })
   } finally {
     await b.close()
   }

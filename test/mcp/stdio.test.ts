@@ -9,6 +9,9 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
 import { tempDir } from '../support/harness.ts'
+
+/** These bridges test plaintext behaviour (file names, sizes); encryption has test/mcp/encryption.test.ts. */
+const PLAIN = { RELAY_PUBLISH_ENCRYPTION: 'false' }
 import { TOOLS, call, newAgent, ok, stdioBridge, textOf, untilPending, type Agent, type Bridge } from './helpers.ts'
 
 let relay: RunningRelay
@@ -24,7 +27,7 @@ beforeAll(async () => {
   dir = tempDir('relay-mcp-')
   alice = newAgent(dir, 'alice')
   bob = newAgent(dir, 'bob')
-  ;[a, b] = await Promise.all([stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir }), stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir })])
+  ;[a, b] = await Promise.all([stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir, env: PLAIN }), stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir, env: PLAIN })])
 }, 120_000)
 
 afterAll(async () => {
@@ -134,7 +137,7 @@ describe('two agents through their bridges', () => {
     await ok(b, 'relay_ack', { message_ids: [two.message_id] })
 
     await b.close()
-    b = await stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir })
+    b = await stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir, env: PLAIN })
     const after = await ok(b, 'relay_inbox')
     expect(after.messages.map((m: any) => m.message_id)).toEqual([one.message_id])
     expect(after.connection).toMatchObject({ state: 'connected', synced: true })
@@ -143,7 +146,7 @@ describe('two agents through their bridges', () => {
 
     await ok(b, 'relay_ack', { message_ids: [one.message_id] })
     await b.close()
-    b = await stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir })
+    b = await stdioBridge({ relayUrl: relay.url, agent: bob, cwd: dir, env: PLAIN })
     expect((await ok(b, 'relay_inbox')).pending_count).toBe(0)
   })
 
