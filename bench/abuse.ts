@@ -34,7 +34,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fmt, freePort, nativeAgent, percentile, rssMiB } from './lib.ts'
+import { fmt, freePort, nativeAgent, percentile, rawRequest, rssMiB } from './lib.ts'
 
 const MiB = 1024 * 1024
 const args = process.argv.slice(2)
@@ -94,42 +94,6 @@ const PARTS = flag('parts', 'stalled,ws,wsframes,uploads,ipv6,maxagents,soak').s
 const SOAK_S = seconds(flag('duration', '30s'))
 const ATTACK_S = seconds(flag('attack', '15s'))
 
-interface RawAnswer {
-  status: number
-  ms: number
-  body: string
-}
-
-/** One HTTP/1.1 request on a fresh connection from `localAddress`; resolves once the answer is complete. */
-function rawRequest(port: number, localAddress: string, method: string, path: string, headers: Record<string, string>, body = ''): Promise<RawAnswer> {
-  return new Promise((resolve) => {
-    const t0 = performance.now()
-    const bytes = Buffer.from(body)
-    const s = connect({ host: '127.0.0.1', port, localAddress })
-    let got: Buffer = Buffer.alloc(0)
-    let settled = false
-    const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Content-Length: ${bytes.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n')
-    const finish = () => {
-      if (settled) return
-      settled = true
-      const text = got.toString('latin1')
-      const end = text.indexOf('\r\n\r\n')
-      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), ms: performance.now() - t0, body: end < 0 ? '' : text.slice(end + 4) })
-      s.destroy()
-    }
-    s.on('connect', () => s.write(Buffer.concat([Buffer.from(head + '\r\n\r\n'), bytes])))
-    s.on('data', (d) => {
-      got = Buffer.concat([got, d as Buffer])
-      const text = got.toString('latin1')
-      const end = text.indexOf('\r\n\r\n')
-      if (end < 0) return
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0)
-      if (got.length >= end + 4 + length) finish()
-    })
-    s.on('close', finish)
-    s.on('error', () => {})
-  })
-}
 
 const garbageHeaders = (): Record<string, string> => ({
   'X-M2M-Public-Key': randomBytes(32).toString('base64url'),

@@ -2,7 +2,7 @@
 import { spawn, spawnSync } from 'bun'
 import { createPrivateKey, createPublicKey, randomBytes, sign as nativeSign } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { bodyHash, canonicalString } from '../src/auth/canonical.ts'
@@ -145,5 +145,42 @@ function openAgentSocketOnce(url: string, agent: ReturnType<typeof nativeAgent>,
       ws.onmessage = onMessage ? (m) => onMessage(String(m.data)) : null
       resolve(ws)
     }
+  })
+}
+
+export interface RawAnswer {
+  status: number
+  ms: number
+  body: string
+}
+
+/** One HTTP/1.1 request on a fresh connection from `localAddress`; resolves once the answer is complete. */
+export function rawRequest(port: number, localAddress: string, method: string, path: string, headers: Record<string, string>, body: Uint8Array | string = ''): Promise<RawAnswer> {
+  return new Promise((resolve) => {
+    const t0 = performance.now()
+    const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+    const s = connect({ host: '127.0.0.1', port, localAddress })
+    let got: Buffer = Buffer.alloc(0)
+    let settled = false
+    const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Content-Length: ${bytes.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n')
+    const finish = () => {
+      if (settled) return
+      settled = true
+      const text = got.toString('latin1')
+      const end = text.indexOf('\r\n\r\n')
+      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), ms: performance.now() - t0, body: end < 0 ? '' : text.slice(end + 4) })
+      s.destroy()
+    }
+    s.on('connect', () => s.write(Buffer.concat([Buffer.from(head + '\r\n\r\n'), bytes])))
+    s.on('data', (d) => {
+      got = Buffer.concat([got, d as Buffer])
+      const text = got.toString('latin1')
+      const end = text.indexOf('\r\n\r\n')
+      if (end < 0) return
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0)
+      if (got.length >= end + 4 + length) finish()
+    })
+    s.on('close', finish)
+    s.on('error', () => {})
   })
 }

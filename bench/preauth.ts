@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto'
 import { readdirSync, statSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { ensureBinary, fmt, nativeAgent, percentile, rssMiB, startRelayBinary } from './lib.ts'
+import { ensureBinary, fmt, nativeAgent, percentile, rawRequest as rawRequestTo, rssMiB, startRelayBinary } from './lib.ts'
 
 const CONNS = Number(process.env.ABUSE_CONNS ?? 1000)
 const HOLD_S = Number(process.env.ABUSE_HOLD_S ?? 10)
@@ -49,42 +49,9 @@ if (relay) console.log(`relay ${process.env.RELAY_BINARY ?? 'dist/relay'} on :${
 const attacker = (i: number) => `127.${1 + Math.floor(i / 250)}.${Math.floor(i / 250) % 250}.${(i % 250) + 1}`
 const probeAddr = (i: number) => `127.0.0.${2 + (i % 8)}`
 
-interface RawAnswer {
-  status: number
-  ms: number
-  body: string
-}
+/** A raw request to the relay under test, on whatever port it listens now. */
+const rawRequest = (...args: Parameters<typeof rawRequestTo> extends [number, ...infer R] ? R : never) => rawRequestTo(port, ...args)
 
-/** One HTTP/1.1 request on a fresh connection from `localAddress`; resolves once the answer is complete. */
-function rawRequest(localAddress: string, method: string, path: string, headers: Record<string, string>, body: Uint8Array | string = ''): Promise<RawAnswer> {
-  return new Promise((resolve) => {
-    const t0 = performance.now()
-    const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength)
-    const s = connect({ host: '127.0.0.1', port, localAddress })
-    let got: Buffer = Buffer.alloc(0)
-    let settled = false
-    const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Content-Length: ${bytes.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n')
-    const finish = () => {
-      if (settled) return
-      settled = true
-      const text = got.toString('latin1')
-      const end = text.indexOf('\r\n\r\n')
-      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? 0), ms: performance.now() - t0, body: end < 0 ? '' : text.slice(end + 4) })
-      s.destroy()
-    }
-    s.on('connect', () => s.write(Buffer.concat([Buffer.from(head + '\r\n\r\n'), bytes])))
-    s.on('data', (d) => {
-      got = Buffer.concat([got, d as Buffer])
-      const text = got.toString('latin1')
-      const end = text.indexOf('\r\n\r\n')
-      if (end < 0) return
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0)
-      if (got.length >= end + 4 + length) finish()
-    })
-    s.on('close', finish)
-    s.on('error', () => {})
-  })
-}
 
 /** Signed requests from probe addresses until stopped: latency and status counts. */
 function probe(kind: 'get' | 'send', ratePerS = 20) {

@@ -3,11 +3,18 @@ import { Elysia } from 'elysia'
 import { routeAuth } from '../route-auth.ts'
 import { aclEntryToJson, type AclService } from '../../services/acl.ts'
 import { AclEntry, AclList, AclPutEntryInput, AclPutInput } from '../../services/models/acl.ts'
+import type { AclRecord } from '../../services/models/records.ts'
 import { KeyOrMe, PublicKey } from '../../services/models/agent.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
 const keys = [pathParam('publicKey', KeyOrMe), pathParam('peerKey', PublicKey)]
+
+/** A PUT's answer: 201 when the entry was created, 200 when it existed (docs/protocol.md §5). */
+function putAnswer(set: { status?: number | string }, { row, created }: { row: AclRecord; created: boolean }) {
+  set.status = created ? 201 : 200
+  return aclEntryToJson(row)
+}
 
 export function aclRoutes(acl: AclService) {
   return new Elysia({ name: 'routes-acl' })
@@ -33,11 +40,7 @@ export function aclRoutes(acl: AclService) {
     )
     .put(
       '/v1/agents/:publicKey/acl',
-      async ({ caller, params, body, set }) => {
-        const { row, created } = await acl.putEntry(caller.publicKey, params.publicKey, body)
-        set.status = created ? 201 : 200
-        return aclEntryToJson(row)
-      },
+      async ({ caller, params, body, set }) => putAnswer(set, await acl.putEntry(caller.publicKey, params.publicKey, body)),
       {
         auth: 'agent',
         detail: doc({
@@ -64,11 +67,7 @@ export function aclRoutes(acl: AclService) {
     )
     .put(
       '/v1/agents/:publicKey/acl/:peerKey',
-      async ({ caller, request, params, body, set }) => {
-        const { row, created } = await acl.put(caller.publicKey, params.publicKey, params.peerKey, body)
-        set.status = created ? 201 : 200
-        return aclEntryToJson(row)
-      },
+      async ({ caller, params, body, set }) => putAnswer(set, await acl.put(caller.publicKey, params.publicKey, params.peerKey, body)),
       {
         auth: 'agent',
         detail: doc({
