@@ -16,6 +16,8 @@ const RATE_PER_S = 2000
 const TOLERANCE_MS = 5000
 const SWEEP_MS = 3000
 const SECONDS = 90
+/** Real milliseconds per simulated second, at least: the run is 40× faster than real time, whatever the machine. */
+const REAL_MS_PER_S = 25
 /** What the relay's prune job passes (relay.ts). */
 const PRUNE_BATCH = 5000
 
@@ -43,6 +45,7 @@ test('rows and WAL stay flat at 2,000 signed requests/s; the WAL is emptied when
   const copies = () => (storage.writer.query('SELECT count(*) AS n FROM replay_log').get() as { n: number }).n
   let n = 0
   for (let s = 1; s <= SECONDS; s++) {
+    const turnStarted = performance.now()
     const now = T0 + s * 1000
     const pending: Promise<unknown>[] = []
     for (let i = 0; i < RATE_PER_S; i++) {
@@ -56,7 +59,9 @@ test('rows and WAL stay flat at 2,000 signed requests/s; the WAL is emptied when
       await storage.replay.prune(now, PRUNE_BATCH)
       samples.push({ t: s, rows: storage.replay.rows(), copies: copies(), replayWal: size(join(dir, 'replay.db-wal')), relayWal: size(join(dir, 'relay.db-wal')) })
     }
-    await Bun.sleep(2) // the checkpoint worker's turn
+    // the checkpoint worker runs on real timers: each simulated second takes at least REAL_MS_PER_S,
+    // so a fast machine does not finish the run before the worker has started
+    await Bun.sleep(Math.max(2, REAL_MS_PER_S - (performance.now() - turnStarted)))
   }
   // one line per sweep, shown when an expectation below fails
   const shown = samples.map((x) => `${x.t}s rows ${x.rows} copies ${x.copies} wal ${x.replayWal}/${x.relayWal}`).join('; ')
