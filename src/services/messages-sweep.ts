@@ -7,8 +7,11 @@
  * It walks messages_expires_idx from a persisted watermark: every message with expires_at at or before
  * the watermark has been handled, and a new message always expires after the moment it is created, so
  * each run only visits what expired since the last one (never the week of retained envelopes). Work
- * goes in bounded batches, each its own short transaction, yielding to the event loop in between; the
- * batch size adapts so that one batch takes about `targetBatchMs` on any hardware.
+ * goes in bounded batches, each its own short transaction; the batch size adapts so that one batch
+ * takes about `targetBatchMs` on any hardware. Between batches the sweep waits as long as the last batch
+ * took (at least one turn of the event loop), so a large backlog — a million messages expiring at once —
+ * takes at most half of the event loop while requests keep arriving, instead of all of it but one turn
+ * per batch.
  */
 import type { ExpireBatchResult, Storage, Stores, SweepCursor } from './ports.ts'
 
@@ -26,8 +29,8 @@ export interface SweepOptions {
   minBatch?: number
   /** Aim for batches of about this long, so the event loop is never held much longer. */
   targetBatchMs?: number
-  /** How to let other work run between batches; tests may pass their own. */
-  pause?: () => Promise<void>
+  /** How to let other work run between batches, given how long the last batch took; tests may pass their own. */
+  pause?: (lastBatchMs: number) => Promise<void>
 }
 
 /** 1,000 rows take a few ms on ordinary hardware; slow disks shrink it through the adaptation. */
@@ -37,13 +40,16 @@ const MIN_BATCH = 50
 const TARGET_BATCH_MS = 10
 /** relay_state key: expires_at up to which every message has been swept. */
 export const SWEEP_WATERMARK_KEY = 'messages.sweep_watermark'
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+/** Waits as long as the last batch held the event loop: the sweep's share of it stays ≤ 1/2 under a backlog. */
+const yieldAsLong = (lastBatchMs: number) =>
+  new Promise<void>((resolve) => (lastBatchMs >= 1 ? setTimeout(resolve, lastBatchMs) : setImmediate(resolve)))
 
 export class MessageSweeper {
   private readonly maxBatch: number
   private readonly minBatch: number
   private readonly targetMs: number
-  private readonly pause: () => Promise<void>
+  private readonly pause: (lastBatchMs: number) => Promise<void>
+  private lastBatchMs = 0
   /** Carried from run to run: what the last batches showed this machine can do. */
   private batch: number
 
@@ -55,7 +61,7 @@ export class MessageSweeper {
     this.maxBatch = opts.maxBatch ?? MAX_BATCH
     this.minBatch = Math.min(opts.minBatch ?? MIN_BATCH, this.maxBatch)
     this.targetMs = opts.targetBatchMs ?? TARGET_BATCH_MS
-    this.pause = opts.pause ?? nextTurn
+    this.pause = opts.pause ?? yieldAsLong
     this.batch = Math.max(this.minBatch, Math.min(this.maxBatch, 250))
   }
 
@@ -75,7 +81,7 @@ export class MessageSweeper {
         result.batches++
         pos = b.last
         if (b.scanned < size) break
-        await this.pause()
+        await this.pause(this.lastBatchMs)
       }
       await this.storage.state.setNumber(SWEEP_WATERMARK_KEY, now)
     }
@@ -87,7 +93,7 @@ export class MessageSweeper {
       result.removed_expired += n
       result.batches++
       if (n < size) break
-      await this.pause()
+      await this.pause(this.lastBatchMs)
     }
     return result
   }
@@ -97,6 +103,7 @@ export class MessageSweeper {
     const started = performance.now()
     const out = await this.storage.transaction(step)
     const elapsed = performance.now() - started
+    this.lastBatchMs = elapsed
     const full = (typeof out === 'number' ? out : out.scanned) === size
     if (elapsed > this.targetMs * 1.5) this.batch = Math.max(this.minBatch, Math.floor(size / 2))
     else if (full && elapsed < this.targetMs / 2) this.batch = Math.min(this.maxBatch, size * 2)

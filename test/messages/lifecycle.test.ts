@@ -240,11 +240,19 @@ describe('the sweep', () => {
           return fn({ ...tx, messages })
         }),
     })
-    const sweeper = new MessageSweeper(slow, 7 * DAY, { maxBatch: 400, minBatch: 25, targetBatchMs: 2, pause: async () => {} })
+    const waits: number[] = []
+    const pause = async (lastBatchMs: number) => {
+      waits.push(lastBatchMs)
+    }
+    const sweeper = new MessageSweeper(slow, 7 * DAY, { maxBatch: 400, minBatch: 25, targetBatchMs: 2, pause })
     const r = await sweeper.runOnce(t.clock.now())
     expect(r.expired).toBe(1_000)
     expect(sizes.slice(0, 5)).toEqual([250, 125, 62, 31, 25])
     expect(Math.min(...sizes)).toBe(25)
+    // between batches the sweep is told how long the last one held the loop (each took over 4 ms here),
+    // and by default waits that long: a backlog gets at most half of the event loop
+    expect(waits.length).toBe(sizes.length - 1)
+    expect(Math.min(...waits)).toBeGreaterThanOrEqual(4)
   })
 
   test('the watermark survives a restart; a message expiring behind it (clock stepped back) still goes at retention', async () => {
