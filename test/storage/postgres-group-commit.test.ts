@@ -173,6 +173,20 @@ describe.skipIf(bin === null)('PostgreSQL: grouped units of work', () => {
     expect(row.n).toBe(31)
   })
 
+  test('rate hits of one turn on several buckets, from both instances: each bucket counts exactly its limit', async () => {
+    const buckets = ['send:batch_a', 'send:batch_b', 'send:batch_c', "send:batch_'d'"]
+    const hits = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => (i % 2 ? a : b).storage.rates.hit(buckets[i % 4], 15, 60_000, T0 + 5_000 + i)),
+    )
+    for (let k = 0; k < 4; k++) {
+      const mine = hits.filter((_, i) => i % 4 === k)
+      expect(mine.filter((h) => h.allowed).length).toBe(15)
+      // every allowed hit saw a different count: none was counted twice or lost
+      expect(new Set(mine.filter((h) => h.allowed).map((h) => h.count)).size).toBe(15)
+      expect((await a.storage.rates.peek(buckets[k], 60_000, T0 + 5_100)).count).toBe(15)
+    }
+  })
+
   test('a rate hit counts several events at once, all or none, and bucket names are taken literally', async () => {
     const bucket = "poll:it's \\ odd\u0000"
     expect(await a.storage.rates.hit(bucket, 10, 60_000, T0, 4)).toEqual({ allowed: true, count: 4, oldestAt: T0 })

@@ -91,7 +91,10 @@ export class PgGroupCommit<S> {
   private async execute(batch: Job<S>[]): Promise<void> {
     if (batch.length === 1) {
       const job = batch[0]
-      return this.transaction((tx) => job.fn(tx)).then(job.resolve, job.reject)
+      return this.transaction((tx) => job.fn(tx)).then((value) => {
+        this.settled(batch)
+        job.resolve(value)
+      }, job.reject)
     }
     if (this.careful === 0) {
       try {
