@@ -1,7 +1,8 @@
 /**
  * Cluster mode: every storage port on one PostgreSQL database that several relay instances share. Reads
  * outside a transaction run on the pool and see committed data; a write of several statements runs in a
- * transaction of its own; `transaction` is one real PostgreSQL transaction with the stores bound to it.
+ * transaction of its own; `transaction` is one real PostgreSQL transaction with the stores bound to it,
+ * except that grouped units (accepted messages) queued in one turn share one (group-commit.ts).
  * Driver failures leave every method mapped (errors.ts): unreachable → 503, disk full → 507.
  */
 import type { SQL } from 'bun'
