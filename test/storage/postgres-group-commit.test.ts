@@ -116,6 +116,33 @@ describe.skipIf(bin === null)('PostgreSQL: grouped units of work', () => {
     expect(await stored(ids)).toEqual(ids.filter((_, i) => i !== 3))
   })
 
+  test('a group whose connection is killed before its commit runs again on another: every unit resolves, every one stored', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `msg_group_killed_${String(i).padStart(2, '0')}`)
+    const runs = new Map<string, number>()
+    const outcomes = Promise.allSettled(
+      ids.map((id) =>
+        a.storage.transaction(async (tx) => {
+          runs.set(id, (runs.get(id) ?? 0) + 1)
+          await tx.messages.insert(message(id), [])
+          await Bun.sleep(150) // the transaction stays open, idle, meanwhile
+          await tx.messages.find(id)
+          return id
+        }, { grouped: true }),
+      ),
+    )
+    await Bun.sleep(60)
+    const killed = (await outside.unsafe(
+      `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+       WHERE datname = current_database() AND application_name = 'relay' AND state LIKE 'idle in transaction%'`,
+    )) as { ok: boolean }[]
+    expect(killed.length).toBeGreaterThan(0)
+    const settled = await outcomes
+    expect(settled.map((o) => o.status)).toEqual(ids.map(() => 'fulfilled'))
+    expect(await stored(ids)).toEqual(ids)
+    // the group ran again after the cut (all of it optimistically, or from the unit cut off when careful)
+    expect(Math.max(...runs.values())).toBeGreaterThanOrEqual(2)
+  })
+
   test('the messages of one group reach the other instance, every one, through one notice', async () => {
     const notices: string[] = []
     const listener = new SQL({ url, max: 1 })

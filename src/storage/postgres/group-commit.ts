@@ -36,8 +36,11 @@ export interface GroupCommitOptions {
   mapError: (err: unknown) => unknown
 }
 
-/** Groups that run carefully (a savepoint per unit) after one whose optimistic pass failed. */
-const CAREFUL_GROUPS_AFTER_FAILURE = 64
+/**
+ * Groups that run carefully (a savepoint per unit) after one whose optimistic pass failed. Fewer than on
+ * SQLite: here a careful group costs round trips (its units one after the other), not microseconds.
+ */
+const CAREFUL_GROUPS_AFTER_FAILURE = 4
 
 export class PgGroupCommit<S> {
   private queue: Job<S>[] = []
