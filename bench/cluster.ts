@@ -13,7 +13,8 @@
  * database and the client share the same two cores: the figures show what the shared database costs
  * and that nothing serialises across instances, not what N machines would do.
  *
- * 1. Send throughput: BENCH_SENDS (6,000) pre-signed POST /v1/messages from 200 agents, 64 in flight.
+ * 1. Send throughput: BENCH_SENDS (6,000) pre-signed POST /v1/messages from 200 agents, 64 in flight;
+ *    then the same load on one relay on its embedded SQLite database, for comparison.
  * 2. Cross-instance send → push latency: 100 recipients hold a WebSocket on instance B; signed sends go
  *    to instance A at BENCH_RATE per second (1,000) for BENCH_SECONDS (10). Latency is from just before the
  *    POST to the push frame on B (commit on A, NOTIFY, read on B, push); a first second of sends at the
@@ -90,6 +91,24 @@ async function throughput(n: number) {
   }
 }
 
+/** The same load on one relay on its embedded SQLite database: the figure a PostgreSQL instance is held against. */
+async function throughputSqlite() {
+  const relay = await startRelayBinary({ RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_RATE_REQUESTS_PER_MIN: '0' })
+  try {
+    const senders = makeAgents(200)
+    const recipients = makeAgents(50)
+    const warm = signedSends(senders, recipients, senders.length)
+    await runLoad(warm.length, 32, (i) => fetch(`${relay.url}/v1/messages`, { method: 'POST', ...warm[i] }))
+    const requests = signedSends(senders, recipients, SENDS)
+    const r = await runLoad(SENDS, 64, (i) => fetch(`${relay.url}/v1/messages`, { method: 'POST', ...requests[i] }))
+    console.log(`   SQLite relay: ${fmt(r.perSecond, 0)} sends/s   p50 ${fmt(percentile(r.latencies, 50))} ms  p99 ${fmt(percentile(r.latencies, 99))} ms   ${JSON.stringify(r.statuses)}`)
+  } finally {
+    relay.proc.kill('SIGTERM')
+    await relay.proc.exited
+    rmSync(relay.dataDir, { recursive: true, force: true })
+  }
+}
+
 async function crossInstanceLatency() {
   const c = await cluster(2, 'bench_latency')
   const [A, B] = c.instances
@@ -152,6 +171,7 @@ try {
   if (ONLY !== 'latency') {
     console.log(`\n1. send throughput, ${SENDS} signed sends, 64 in flight, round-robin over the instances`)
     for (const n of [1, 2, 3]) await throughput(n)
+    await throughputSqlite()
   }
   if (ONLY !== 'throughput') await crossInstanceLatency()
 } finally {

@@ -34,13 +34,13 @@ export class SlidingWindowCounters {
   private readonly logs = new Map<string, SlidingLog>()
 
   /** `hit`, answered synchronously (nothing to wait for in memory). */
-  hitNow(bucket: string, limit: number, windowMs: number, now: number): { allowed: boolean; count: number; oldestAt: number } {
+  hitNow(bucket: string, limit: number, windowMs: number, now: number, n = 1): { allowed: boolean; count: number; oldestAt: number } {
     let log = this.logs.get(bucket)
     if (!log) this.logs.set(bucket, (log = new SlidingLog()))
     log.trim(now, windowMs)
-    if (log.size >= limit) return { allowed: false, count: log.size, oldestAt: log.oldest() }
-    log.times.push(now)
-    return { allowed: true, count: log.size, oldestAt: log.oldest() }
+    if (log.size + n > limit) return { allowed: false, count: log.size, oldestAt: log.size ? log.oldest() : now }
+    for (let i = 0; i < n; i++) log.times.push(now)
+    return { allowed: true, count: log.size, oldestAt: log.size ? log.oldest() : now }
   }
 
   peekNow(bucket: string, windowMs: number, now: number): { count: number; oldestAt: number } {
@@ -61,8 +61,8 @@ export class SlidingWindowCounters {
     return dropped
   }
 
-  async hit(bucket: string, limit: number, windowMs: number, now: number) {
-    return this.hitNow(bucket, limit, windowMs, now)
+  async hit(bucket: string, limit: number, windowMs: number, now: number, n = 1) {
+    return this.hitNow(bucket, limit, windowMs, now, n)
   }
 
   async peek(bucket: string, windowMs: number, now: number) {

@@ -98,7 +98,7 @@ export class MessagesService {
   async send(sender: AgentRecord, input: unknown): Promise<SendOutcome> {
     const prepared = await this.prepareSend(sender, input)
     try {
-      await this.storage.transaction((tx) => this.insertWithFreshId(tx, prepared.row, prepared.blobIds))
+      await this.storage.transaction((tx) => this.insertWithFreshId(tx, prepared.row, prepared.blobIds), { grouped: true })
     } catch (err) {
       throw withRateHeaders(err, prepared.rate)
     }

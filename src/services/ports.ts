@@ -225,11 +225,11 @@ export interface StateStore {
 /** Sliding-window counters for rate limits: exact across every instance that shares the storage. */
 export interface RateStore {
   /**
-   * Counts one event in `bucket` if fewer than `limit` were counted in the window ending at `now`.
-   * Returns whether it counted, the count in the window (including this one), and when the oldest
-   * counted event leaves the window (ms; `now` when the window is empty).
+   * Counts `n` events (default 1) in `bucket` if the window ending at `now` then holds at most `limit`;
+   * otherwise counts none. Returns whether they counted, the count in the window (including them), and
+   * when the oldest counted event leaves the window (ms; `now` when the window is empty).
    */
-  hit(bucket: string, limit: number, windowMs: number, now: number): Promise<{ allowed: boolean; count: number; oldestAt: number }>
+  hit(bucket: string, limit: number, windowMs: number, now: number, n?: number): Promise<{ allowed: boolean; count: number; oldestAt: number }>
   /** The window as it stands, counting nothing. */
   peek(bucket: string, windowMs: number, now: number): Promise<{ count: number; oldestAt: number }>
   /** Forgets buckets with nothing left in their window; returns how many. */
@@ -313,6 +313,16 @@ export interface Stores {
   state: StateStore
 }
 
+/** How a unit of work may be run (`Storage.transaction`). */
+export interface UnitOptions {
+  /**
+   * The unit only adds rows that no other grouped unit reads or changes (accepting a message): a
+   * backend may run it alongside other such units, their statements interleaved, in one shared
+   * transaction. A unit that fails still fails alone; the others commit.
+   */
+  grouped?: boolean
+}
+
 export interface Storage extends Stores {
   /** `sqlite` or `postgres`: for health, metrics and logs only — no rule depends on it. */
   readonly kind: string
@@ -329,7 +339,7 @@ export interface Storage extends Stores {
    * more than once (a run the backend rolled back for reasons outside it is run again), so it acts only
    * through the stores; what it computes must come from its last run.
    */
-  transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T>
+  transaction<T>(fn: (tx: Stores) => Promise<T>, opts?: UnitOptions): Promise<T>
   /**
    * Runs a periodic job unless another instance is running the job with this name; resolves with
    * `ran: false` then. One instance at a time per job.

@@ -106,8 +106,9 @@ export class RateLimiter {
   async take(kind: RateKind, key: string, n: number, now: number): Promise<RateInfo> {
     const limit = this.limitOf(kind)
     if (limit <= 0) return { limit: 0, remaining: 0, resetAt: 0, headers: {} }
-    for (let i = 0; i < n; i++) await this.storeOf(kind).hit(`${kind}:${key}`, Number.MAX_SAFE_INTEGER, this.windowMs, now)
-    return this.peek(kind, key, now)
+    if (n <= 0) return this.peek(kind, key, now)
+    const hit = await this.storeOf(kind).hit(`${kind}:${key}`, Number.MAX_SAFE_INTEGER, this.windowMs, now, n)
+    return this.info(limit, Math.max(0, limit - hit.count), hit.oldestAt + this.windowMs)
   }
 
   private refusal(result: RateCheck, what: 'requests' | 'messages'): RelayError {

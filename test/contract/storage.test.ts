@@ -474,6 +474,17 @@ for (const backend of BACKENDS) {
       expect(await s.rates.peek('send:k', window, T0 + 200_000)).toEqual({ count: 0, oldestAt: T0 + 200_000 })
     })
 
+    test('rates: a hit of several events counts all of them or none', async () => {
+      const s = await open()
+      const window = 60_000
+      expect(await s.rates.hit('poll:k', 10, window, T0, 4)).toEqual({ allowed: true, count: 4, oldestAt: T0 })
+      expect(await s.rates.hit('poll:k', 10, window, T0 + 10, 7)).toEqual({ allowed: false, count: 4, oldestAt: T0 })
+      expect(await s.rates.hit('poll:k', 10, window, T0 + 20, 6)).toEqual({ allowed: true, count: 10, oldestAt: T0 })
+      expect(await s.rates.peek('poll:k', window, T0 + 20)).toEqual({ count: 10, oldestAt: T0 })
+      // the four of T0 leave the window together
+      expect(await s.rates.hit('poll:k', 10, window, T0 + 60_000, 4)).toEqual({ allowed: true, count: 10, oldestAt: T0 + 20 })
+    })
+
     describe('discovery', () => {
       async function population(s: Storage) {
         const make = async (head: string, at: number, profile: Parameters<Storage['agents']['updateProfile']>[1]) => {

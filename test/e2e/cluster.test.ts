@@ -151,6 +151,36 @@ describe.skipIf(!available)('three relays on one PostgreSQL database and one buc
     expect([...new Uint8Array(await part.arrayBuffer())]).toEqual([...bytes.subarray(10, 20)])
   })
 
+  test('200 sends at once through A: answered 201 once committed in shared groups, each pushed once on B or C', async () => {
+    const recipients = Array.from({ length: 10 }, () => generateKeyPair())
+    const pushed = new Map<string, number>()
+    const sockets = await Promise.all(
+      recipients.map(async (keys, i) => {
+        const socket = await client(i % 2 ? B : C, keys).connect()
+        socket.onMessage = (m) => void pushed.set(m.message_id, (pushed.get(m.message_id) ?? 0) + 1)
+        return socket
+      }),
+    )
+    try {
+      const health = async () => ((await (await fetch(`${A.url}/v1/health/details`)).json()) as any)
+      const grouped = (h: any): { groups: number; units: number } => JSON.parse(JSON.stringify(h).match(/"grouped":(\{[^}]*\})/)?.[1] ?? 'null')
+      const before = grouped(await health())
+      // 20 senders of 10 messages each: under the send limit of 30 a minute
+      const senders = Array.from({ length: 20 }, () => client(A, generateKeyPair()))
+      const sent = await Promise.all(Array.from({ length: 200 }, (_, i) => senders[i % 20].send({ recipient_key: recipients[i % 10].publicKey, body: { i } })))
+      const ids = sent.map((m) => m.message_id)
+      expect(new Set(ids).size).toBe(200)
+      await until(() => ids.every((id) => pushed.has(id)), 20_000, 'every push')
+      await Bun.sleep(300)
+      expect(ids.every((id) => pushed.get(id) === 1)).toBe(true)
+      const after = grouped(await health())
+      expect(after.units - before.units).toBe(200)
+      expect(after.groups - before.groups).toBeLessThan(200)
+    } finally {
+      for (const s of sockets) s.close()
+    }
+  }, 60_000)
+
   test('a webhook gets each message once although every instance dispatches', async () => {
     const receiver = WebhookReceiver.start()
     try {

@@ -33,6 +33,12 @@ export class PgMessageStore implements MessageStore {
     return one<MessageRecord>(this.db, `SELECT ${COLUMNS} FROM messages WHERE message_id = $1`, [messageId])
   }
 
+  /** The messages of these ids that exist, in no particular order (one statement). */
+  async findMany(messageIds: readonly string[]): Promise<MessageRecord[]> {
+    if (messageIds.length === 0) return []
+    return rows<MessageRecord>(this.db, `SELECT ${COLUMNS} FROM messages WHERE message_id = ANY($1::text[])`, [[...messageIds]])
+  }
+
   async insert(m: MessageRecord, blobIds: readonly string[]): Promise<boolean> {
     const inserted = await exec(
       this.db,

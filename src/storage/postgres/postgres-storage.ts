@@ -1,12 +1,13 @@
 /**
  * Cluster mode: every storage port on one PostgreSQL database that several relay instances share. Reads
  * outside a transaction run on the pool and see committed data; a write of several statements runs in a
- * transaction of its own; `transaction` is one real PostgreSQL transaction with the stores bound to it.
+ * transaction of its own; `transaction` is one real PostgreSQL transaction with the stores bound to it,
+ * except that grouped units (accepted messages) queued in one turn share one (group-commit.ts).
  * Driver failures leave every method mapped (errors.ts): unreachable → 503, disk full → 507.
  */
 import type { SQL } from 'bun'
 import type { Logger } from '../../lib/logger.ts'
-import type { Storage, Stores } from '../../services/ports.ts'
+import type { Storage, Stores, UnitOptions } from '../../services/ports.ts'
 import { PgAclStore } from './acl-store.ts'
 import { PgAdminQueries } from './admin-queries.ts'
 import { PgAdmissionStore } from './admission-store.ts'
@@ -14,6 +15,7 @@ import { PgAgentCache, PgAgentStore } from './agents-store.ts'
 import { PgBlobRecordStore } from './blobs-store.ts'
 import { PgDiscoveryStore } from './discovery-store.ts'
 import { mapPostgresError } from './errors.ts'
+import { PgGroupCommit } from './group-commit.ts'
 import { PgMessageStore } from './messages-store.ts'
 import { PgRateStore } from './rate-store.ts'
 import { PgReplayStore } from './replay-store.ts'
@@ -135,6 +137,8 @@ export class PostgresStorage implements Storage {
   /** Tries of a statement the server cut off (see serverCutOff). */
   private readonly cutOffTries: number
   private readonly jobQueue: (() => void)[] = []
+  /** Grouped units (accepted messages): one transaction per group, see group-commit.ts. */
+  private readonly groups: PgGroupCommit<TxStores>
 
   constructor(
     readonly sql: SQL,
@@ -156,14 +160,16 @@ export class PostgresStorage implements Storage {
     this.discovery = mapped(new PgDiscoveryStore(sql), tries)
     this.stats = mapped(new PgStatsStore(sql), tries)
     this.adminQueries = mapped(new PgAdminQueries(sql), tries)
+    // a group holds a connection from BEGIN to COMMIT: half the pool at most, the rest serves everything else
+    this.groups = new PgGroupCommit<TxStores>((fn) => this.run(fn), { maxInFlight: Math.max(1, Math.floor((opts.poolSize ?? 10) / 2)), mapError: mapPostgresError })
   }
 
-  transaction<T>(fn: (tx: Stores) => Promise<T>): Promise<T> {
-    return this.run(fn)
+  transaction<T>(fn: (tx: Stores) => Promise<T>, opts?: UnitOptions): Promise<T> {
+    return opts?.grouped ? this.groups.run(fn) : this.run(fn)
   }
 
   /** One PostgreSQL transaction; cached agent rows its writes touched are dropped again after the commit. */
-  private async run<T>(fn: (tx: TxStores) => Promise<T>): Promise<T> {
+  private async run<T>(fn: (tx: TxStores, db: SQL) => Promise<T>): Promise<T> {
     const afterCommit: (() => void)[] = []
     try {
       // a transaction whose connection was lost before its COMMIT was sent did nothing: it runs once more
@@ -189,7 +195,7 @@ export class PostgresStorage implements Storage {
     }
   }
 
-  private begin<T>(fn: (tx: TxStores) => Promise<T>, afterCommit: (() => void)[], done: () => void): Promise<T> {
+  private begin<T>(fn: (tx: TxStores, db: SQL) => Promise<T>, afterCommit: (() => void)[], done: () => void): Promise<T> {
     return this.sql.begin(async (db) => {
       const tx: TxStores = {
         agents: new PgAgentStore(db, this.cache, true, (step) => afterCommit.push(step)),
@@ -200,7 +206,7 @@ export class PostgresStorage implements Storage {
         state: new PgStateStore(db),
         admission: new PgAdmissionStore(db),
       }
-      const value = await fn(tx)
+      const value = await fn(tx, db as unknown as SQL)
       done()
       return value
     }) as Promise<T>
@@ -261,6 +267,7 @@ export class PostgresStorage implements Storage {
       latency_ms: Math.round((performance.now() - t0) * 1000) / 1000,
       commits: this.stat.commits,
       rollbacks: this.stat.rollbacks,
+      grouped: { ...this.groups.stats },
     }
   }
 
@@ -276,6 +283,7 @@ export class PostgresStorage implements Storage {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    await this.groups.drain()
     for (const step of this.opts.onClose ?? []) {
       try {
         await step()

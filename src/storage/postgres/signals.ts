@@ -1,9 +1,10 @@
 /**
  * Signals between instances over PostgreSQL LISTEN/NOTIFY (Bun.SQL's `listen`/`notify`). An announcement
- * reaches this instance's listeners at once ('local') and is then sent as a small notice (the message id
- * or the agent key, and this instance's id) — after the commit, never inside the writing transaction.
- * Other instances that hold a socket of its recipient read the message by id and hand it to their
- * listeners as 'remote'; an instance skips its own notices.
+ * reaches this instance's listeners at once ('local') and is then sent as a small notice (the message ids
+ * with their recipients, or the agent key, and this instance's id) — after the commit, never inside the
+ * writing transaction. The messages committed during one turn of the event loop (a group commit) share
+ * one notice. Other instances read those whose recipient holds a socket there (one statement for the
+ * notice) and hand them to their listeners as 'remote'; an instance skips its own notices.
  *
  * The listening connection is a connection of its own, watched: every `probeMs` the instance sends a
  * probe notice to itself. When nothing has been heard on the link for three probes (the connection
@@ -37,9 +38,13 @@ const MISSED_PROBES = 3
 const MAX_UNSENT = 10_000
 /** Longest pause between two tries to open a new listening connection. */
 const MAX_RELINK_PAUSE_MS = 30_000
+/** Payload bytes one notice holds at most (PostgreSQL refuses payloads of 8,000 bytes and more). */
+const MAX_PAYLOAD = 7_500
 
 type Notice =
   | { i: string; t: 'm'; id: string; r?: string }
+  /** Several committed messages: [message id, recipient key] pairs. */
+  | { i: string; t: 'n'; m: [string, string][] }
   | { i: string; t: 'g'; k: string; r: 'deleted' | 'suspended' }
   | { i: string; t: 'p' }
   | { i: string; t: 'r' }
@@ -72,11 +77,13 @@ export class PostgresSignals implements Signals {
   private resyncOthers = false
   private flushing = false
   private sendFailing = false
+  /** Messages committed during this turn, announced together at its end (one NOTIFY). */
+  private committed: [string, string][] = []
 
   constructor(
     private readonly sql: SQL,
     readonly instanceId: string,
-    private readonly messages: Pick<MessageStore, 'find'>,
+    private readonly messages: Pick<MessageStore, 'find'> & { findMany?(ids: readonly string[]): Promise<MessageRecord[]> },
     private readonly logger: Logger,
     private readonly opts: SignalOptions = {},
   ) {
@@ -179,7 +186,28 @@ export class PostgresSignals implements Signals {
 
   messageCommitted(message: MessageRecord): void {
     for (const l of this.messageListeners) this.call(() => l(message, 'local'))
-    this.send({ i: this.instanceId, t: 'm', id: message.messageId, r: message.recipientKey })
+    if (this.closed) return
+    // the messages of one group commit (and any other committed in the same turn) share one notice
+    if (this.committed.push([message.messageId, message.recipientKey]) === 1) setImmediate(() => this.announceCommitted())
+  }
+
+  /** Sends the messages committed during the turn, as few notices as their size allows. */
+  private announceCommitted(): void {
+    const all = this.committed
+    this.committed = []
+    let part: [string, string][] = []
+    let bytes = 0
+    for (const entry of all) {
+      const size = entry[0].length + entry[1].length + 8
+      if (part.length > 0 && bytes + size > MAX_PAYLOAD) {
+        this.send({ i: this.instanceId, t: 'n', m: part })
+        part = []
+        bytes = 0
+      }
+      part.push(entry)
+      bytes += size
+    }
+    if (part.length > 0) this.send({ i: this.instanceId, t: 'n', m: part })
   }
 
   wantRecipients(filter: (recipientKey: string) => boolean): void {
@@ -218,6 +246,7 @@ export class PostgresSignals implements Signals {
 
   async close(): Promise<void> {
     if (this.closed) return
+    if (this.committed.length > 0) this.announceCommitted()
     this.closed = true
     clearInterval(this.probeTimer)
     const link = this.link
@@ -312,14 +341,34 @@ export class PostgresSignals implements Signals {
     if (notice.t === 'm' && typeof notice.id === 'string') {
       // a message for nobody connected here is not read (with N instances, each would read every message)
       if (typeof notice.r === 'string' && !this.wanted(notice.r)) return
-      this.messages
-        .find(notice.id)
-        .then((message) => {
-          if (!message || this.closed) return
-          for (const l of this.messageListeners) this.call(() => l(message, 'remote'))
-        })
-        .catch((err) => this.logger.warn('reading a message announced by another instance failed', { error: String(err) }))
+      this.readAnnounced([notice.id])
+      return
     }
+    if (notice.t === 'n' && Array.isArray(notice.m)) {
+      const ids: string[] = []
+      for (const entry of notice.m) {
+        if (!Array.isArray(entry) || typeof entry[0] !== 'string') continue
+        if (typeof entry[1] === 'string' && !this.wanted(entry[1])) continue
+        ids.push(entry[0])
+      }
+      if (ids.length > 0) this.readAnnounced(ids)
+    }
+  }
+
+  /** Reads messages another instance announced (in one statement when several) and hands them to the listeners, in order. */
+  private readAnnounced(ids: string[]): void {
+    const read = ids.length > 1 && this.messages.findMany ? this.messages.findMany(ids) : Promise.all(ids.map((id) => this.messages.find(id)))
+    read
+      .then((found) => {
+        if (this.closed) return
+        const byId = new Map<string, MessageRecord>()
+        for (const m of found) if (m) byId.set(m.messageId, m)
+        for (const id of ids) {
+          const message = byId.get(id)
+          if (message) for (const l of this.messageListeners) this.call(() => l(message, 'remote'))
+        }
+      })
+      .catch((err) => this.logger.warn('reading a message announced by another instance failed', { error: String(err) }))
   }
 
   private call(fn: () => void): void {
