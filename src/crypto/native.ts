@@ -88,10 +88,11 @@ function randomBytes(length: number): Uint8Array {
 
 const hasNativeChacha = nodeCrypto.getCiphers().includes('chacha20-poly1305')
 
-function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
   const cipher = nodeCrypto.createCipheriv(algorithm as 'aes-256-gcm', key, nonce, { authTagLength: 16 })
   cipher.setAAD(aad, { plaintextLength: plaintext.length })
-  const out = new Uint8Array(plaintext.length + 16)
+  if (output && output.length !== plaintext.length + 16) throw new Error('the output is the plaintext plus 16 bytes')
+  const out = output ?? new Uint8Array(plaintext.length + 16)
   const body = cipher.update(plaintext)
   out.set(body, 0)
   const rest = cipher.final()
@@ -156,7 +157,7 @@ export const nativePrimitives: CryptoPrimitives = {
       return null
     }
   },
-  aes256gcmSeal: (key, nonce, plaintext, aad) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad),
+  aes256gcmSeal: (key, nonce, plaintext, aad, output) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad, output),
   aes256gcmOpen: (key, nonce, ciphertext, aad) => aeadOpen('aes-256-gcm', key, nonce, ciphertext, aad),
   ed25519Sign(seed, message) {
     const key = edSecrets.get(seed, () => nodeCrypto.createPrivateKey({ key: der(ED25519_PKCS8, seed), format: 'der', type: 'pkcs8' }))
