@@ -63,7 +63,8 @@ class ByteQueue {
     this.length += chunk.length
   }
 
-  take(n: number): Uint8Array {
+  /** The next `n` bytes: a view when they lie in one chunk, else copied into `into` (when given) or new memory. */
+  take(n: number, into?: Uint8Array): Uint8Array {
     const first = this.chunks[0]
     if (first && first.length - this.head >= n) {
       const out = first.subarray(this.head, this.head + n)
@@ -75,7 +76,7 @@ class ByteQueue {
       this.length -= n
       return out
     }
-    const out = new Uint8Array(n)
+    const out = into && into.length >= n ? into.subarray(0, n) : new Uint8Array(n)
     let at = 0
     while (at < n) {
       const c = this.chunks[0]!
@@ -133,6 +134,8 @@ export class BlobOpener {
   private readonly queue = new ByteQueue()
   private key: Uint8Array | null = null
   private index = 0
+  // a segment that spans two chunks is gathered here: opening never returns a view of its input
+  private readonly gather = new Uint8Array(CIPHER_SEGMENT_BYTES)
 
   constructor(
     private readonly p: CryptoPrimitives,
@@ -151,7 +154,7 @@ export class BlobOpener {
     queue.push(chunk)
     if (!this.key && queue.length >= BLOB_HEADER_BYTES) this.readHeader()
     while (this.key && queue.length > CIPHER_SEGMENT_BYTES) {
-      const pt = this.p.aes256gcmOpen(this.key, segmentNonce(this.index, false), queue.take(CIPHER_SEGMENT_BYTES), EMPTY)
+      const pt = this.p.aes256gcmOpen(this.key, segmentNonce(this.index, false), queue.take(CIPHER_SEGMENT_BYTES, this.gather), EMPTY)
       if (!pt) throw new DecryptError('authentication_failed', `attachment segment ${this.index} does not authenticate: wrong key or changed bytes`)
       this.index++
       out.push(pt)
