@@ -14,8 +14,11 @@ import { join } from 'node:path'
 export type BlobSource = Uint8Array | ArrayBuffer | string | Blob | ReadableStream<Uint8Array>
 
 export interface PreparedBlob {
-  /** The bytes, from the start, for one request (a Blob backed by memory or a file, or a fresh stream). */
-  body(): Blob | ReadableStream<Uint8Array>
+  /**
+   * The bytes, from the start, for one request: a Blob (backed by memory or a file), or a fresh stream
+   * that calls `onProgress` with the bytes it has handed over.
+   */
+  body(onProgress?: (sentBytes: number) => void): Blob | ReadableStream<Uint8Array>
   size: number
   /** SHA-256, unpadded base64url: the BODY_HASH to sign. */
   hashBase64Url: string

@@ -150,14 +150,17 @@ export async function prepareEncryptedUpload(sealer: BlobSealer, source: ReReada
     plainSize,
     hashBase64Url: digest.toString('base64url'),
     hashHex: digest.toString('hex'),
-    body() {
+    body(onProgress) {
       const chunks = encryptedChunks(sealer, source, plainSize, false)
+      let sent = 0
       return new ReadableStream<Uint8Array>(
         {
           async pull(controller) {
             const next = await chunks.next()
-            if (next.done) controller.close()
-            else controller.enqueue(next.value)
+            if (next.done) return controller.close()
+            controller.enqueue(next.value)
+            sent += next.value.byteLength
+            onProgress?.(sent)
           },
           async cancel() {
             await chunks.return(undefined)

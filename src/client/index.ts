@@ -342,10 +342,11 @@ export class RelayClient {
           'content-type': opts.contentType ?? prepared.contentType ?? 'application/octet-stream',
           'content-length': String(prepared.size),
         }
-        let body = prepared.body()
-        if (onProgress && prepared.size > 0) {
+        let body = prepared.body(onProgress)
+        // a body that reports its own progress is a stream; a Blob is watched as it is read
+        if (onProgress && prepared.size > 0 && body instanceof Blob) {
           let sent = 0
-          body = (body instanceof Blob ? body.stream() : body).pipeThrough(
+          body = body.stream().pipeThrough(
             new TransformStream<Uint8Array, Uint8Array>({
               transform(chunk, controller) {
                 sent += chunk.byteLength

@@ -201,10 +201,15 @@ describe('encrypted attachments', () => {
       process.env.TMPDIR = spool
       const seen = new Set<string>()
       const watcher = watch(spool, (_event, name) => name && seen.add(name))
+      const progress: number[] = []
       const uploads = {
-        file: await alice.uploadEncryptedBlob(source, { recipientKey: bob.publicKey }),
+        file: await alice.uploadEncryptedBlob(source, { recipientKey: bob.publicKey, onProgress: (n) => progress.push(n) }),
         blob: await alice.uploadEncryptedBlob(Bun.file(source), { recipientKey: bob.publicKey }),
       }
+      // progress counts the ciphertext sent, rising to the stored size
+      expect(progress.length).toBeGreaterThan(0)
+      expect(progress.every((n, i) => i === 0 || n > progress[i - 1]!)).toBe(true)
+      expect(progress.at(-1)).toBe(uploads.file.blob.size)
       await Bun.sleep(50)
       expect([...seen]).toEqual([])
       expect(readdirSync(work)).toEqual(['plain.bin'])
