@@ -3,7 +3,7 @@
  * of it anywhere: the request signature covers the SHA-256 of the body, so the body must be hashed
  * before it is sent. The segment cipher is deterministic once its key and salt are chosen, so the
  * source is encrypted once into SHA-256 alone (nothing kept) and again while the request body streams
- * out. No temporary file, and memory stays at one read block whatever the size.
+ * out. No temporary file, and memory stays at a few read blocks whatever the size.
  */
 import { createHash } from 'node:crypto'
 import { open, type FileHandle } from 'node:fs/promises'
