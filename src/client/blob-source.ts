@@ -14,8 +14,11 @@ import { join } from 'node:path'
 export type BlobSource = Uint8Array | ArrayBuffer | string | Blob | ReadableStream<Uint8Array>
 
 export interface PreparedBlob {
-  /** The bytes, readable again (a Blob backed by memory or a file). */
-  blob: Blob
+  /**
+   * The bytes, from the start, for one request: a Blob (backed by memory or a file), or a fresh stream
+   * that calls `onProgress` with the bytes it has handed over.
+   */
+  body(onProgress?: (sentBytes: number) => void): Blob | ReadableStream<Uint8Array>
   size: number
   /** SHA-256, unpadded base64url: the BODY_HASH to sign. */
   hashBase64Url: string
@@ -37,7 +40,7 @@ export async function prepareBlobSource(source: BlobSource): Promise<PreparedBlo
   for await (const chunk of blob.stream() as unknown as AsyncIterable<Uint8Array>) hash.update(chunk)
   const digest = hash.digest()
   const type = blob.type && typeof source !== 'string' ? blob.type : undefined
-  return { blob, size: blob.size, hashBase64Url: digest.toString('base64url'), hashHex: digest.toString('hex'), contentType: type, cleanup: async () => {} }
+  return { body: () => blob, size: blob.size, hashBase64Url: digest.toString('base64url'), hashHex: digest.toString('hex'), contentType: type, cleanup: async () => {} }
 }
 
 async function spool(stream: ReadableStream<Uint8Array>): Promise<PreparedBlob> {
@@ -62,7 +65,7 @@ async function spool(stream: ReadableStream<Uint8Array>): Promise<PreparedBlob> 
   const blob = await openAsBlob(path)
   const digest = hash.digest()
   return {
-    blob,
+    body: () => blob,
     size: blob.size,
     hashBase64Url: digest.toString('base64url'),
     hashHex: digest.toString('hex'),

@@ -3,13 +3,13 @@
  * MCP bridge and the tests use it; other agents install it as a package (`m2m-relay`) and run
  * it on Node ≥ 20 or Bun.
  */
-import { openAsBlob } from 'node:fs'
 import { signRequest } from '../auth/sign.ts'
-import { prepareBlobSource, type BlobSource } from './blob-source.ts'
-import { writeBlobToFile, type DownloadedFile } from './blob-file.ts'
+import { prepareBlobSource, type BlobSource, type PreparedBlob } from './blob-source.ts'
+import { prepareEncryptedUpload } from './encrypted-source.ts'
+import { writeBatchesToFile, writeBlobToFile, type DownloadedFile } from './blob-file.ts'
 import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
 import { ClientEncryption, type SendEncryptionOptions } from './encryption.ts'
-import { ENCRYPTED_CONTENT_TYPE, ENCRYPTION_METADATA_KEY, encryptionDeclaration, type CryptoPrimitives, type EncryptionVersion } from '../crypto/index.ts'
+import { ENCRYPTED_CONTENT_TYPE, ENCRYPTION_METADATA_KEY, encryptionDeclaration, type BlobOpener, type CryptoPrimitives, type EncryptionVersion } from '../crypto/index.ts'
 import { RelayApiError, Transport, assertRelayAnswer, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 import type {
   AclEntryJson,
@@ -327,7 +327,10 @@ export class RelayClient {
    * owned identical content); `onProgress` sees the bytes sent so far.
    */
   async uploadBlob(source: BlobSource, opts: { contentType?: string; onProgress?: (sentBytes: number) => void } = {}): Promise<BlobJson> {
-    const prepared = await prepareBlobSource(source)
+    return this.uploadPrepared(await prepareBlobSource(source), opts)
+  }
+
+  private async uploadPrepared(prepared: PreparedBlob, opts: { contentType?: string; onProgress?: (sentBytes: number) => void }): Promise<BlobJson> {
     try {
       const t = this.transport
       const path = '/v1/blobs'
@@ -339,10 +342,11 @@ export class RelayClient {
           'content-type': opts.contentType ?? prepared.contentType ?? 'application/octet-stream',
           'content-length': String(prepared.size),
         }
-        let body: ReadableStream<Uint8Array> | Blob = prepared.blob
-        if (onProgress && prepared.size > 0) {
+        let body = prepared.body(onProgress)
+        // a body that reports its own progress is a stream; a Blob is watched as it is read
+        if (onProgress && prepared.size > 0 && body instanceof Blob) {
           let sent = 0
-          body = prepared.blob.stream().pipeThrough(
+          body = body.stream().pipeThrough(
             new TransformStream<Uint8Array, Uint8Array>({
               transform(chunk, controller) {
                 sent += chunk.byteLength
@@ -390,7 +394,9 @@ export class RelayClient {
    * Encrypts a file, bytes, Blob or stream for `recipientKey` and uploads the ciphertext, in constant
    * memory: a fresh data-encryption key, the segmented cipher, the key wrapped for the recipient (v3 when
    * it declares it, else v2, or `version`). Put `attachment` in the message's attachments. The stored
-   * blob's size and hash are the ciphertext's; `onProgress` sees ciphertext bytes sent.
+   * blob's size and hash are the ciphertext's; `onProgress` sees ciphertext bytes sent. A file, Blob or
+   * bytes is encrypted twice (once to hash the ciphertext the request signs, once while sending) and
+   * nothing is written anywhere; only a one-shot stream has its ciphertext spooled to a temporary file.
    */
   async uploadEncryptedBlob(
     source: BlobSource,
@@ -398,16 +404,26 @@ export class RelayClient {
   ): Promise<EncryptedUpload> {
     const version = opts.version ?? (await this.encryption.versionFor(opts.recipientKey, { encrypt: true }))!
     const dek = this.encryption.api.newDek()
+    const upload = { contentType: 'application/octet-stream', onProgress: opts.onProgress }
+    let blob: BlobJson
     let plainSize = 0
-    const counted = (await plaintextStream(source)).pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          plainSize += chunk.byteLength
-          controller.enqueue(chunk)
-        },
-      }),
-    )
-    const blob = await this.uploadBlob(this.encryption.api.encryptBlobStream(dek, counted), { contentType: 'application/octet-stream', onProgress: opts.onProgress })
+    if (source instanceof ReadableStream) {
+      // a one-shot stream cannot be read twice: its ciphertext is spooled (hashed on the way) and sent
+      const counted = source.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            plainSize += chunk.byteLength
+            controller.enqueue(chunk)
+          },
+        }),
+      )
+      blob = await this.uploadBlob(this.encryption.api.encryptBlobStream(dek, counted), upload)
+    } else {
+      // a file, Blob or bytes is encrypted twice instead — once to hash, once to send — and never copied
+      const prepared = await prepareEncryptedUpload(this.encryption.api.blobSealer(dek), source)
+      plainSize = prepared.plainSize
+      blob = await this.uploadPrepared(prepared, upload)
+    }
     const wrapped = this.encryption.api.wrapDek({ version, dek, sender: this.transport.keys, recipientKey: opts.recipientKey })
     const attachment = { blob_id: blob.blob_id, encrypted: true as const, ...wrapped, ...(opts.filename ? { filename: opts.filename } : {}) }
     return { blob, attachment, plain_size: plainSize }
@@ -430,8 +446,9 @@ export class RelayClient {
     path: string,
     opts: { overwrite?: boolean; onProgress?: (receivedBytes: number) => void } = {},
   ): Promise<DownloadedFile> {
-    const plain = await this.downloadDecrypted(message, attachment)
-    return writeBlobToFile(new Response(plain, { headers: { 'content-type': 'application/octet-stream' } }), attachment.blob_id, path, opts)
+    const opener = this.encryption.api.blobOpener(this.encryption.attachmentKey(message, attachment))
+    const res = await this.downloadBlob(attachment.blob_id)
+    return writeBatchesToFile(decryptedBatches(opener, res.body), { blobId: attachment.blob_id, path, contentType: 'application/octet-stream' }, opts)
   }
 
   /** A blob's size, content type and hash without its bytes (HEAD). */
@@ -510,10 +527,28 @@ export class RelayClient {
   }
 }
 
-/** The bytes of an upload source as one stream, read lazily (a path is opened as a file-backed Blob). */
-async function plaintextStream(source: BlobSource): Promise<ReadableStream<Uint8Array>> {
-  if (source instanceof ReadableStream) return source
-  if (source instanceof Blob) return source.stream()
-  if (typeof source === 'string') return (await openAsBlob(source)).stream()
-  return new Blob([source instanceof ArrayBuffer ? new Uint8Array(source) : (source as Uint8Array<ArrayBuffer>)]).stream()
+/**
+ * Decrypted segments written per batch: the client's peak memory grows with the batch (measured over
+ * 100 MiB: about +30 MiB at 256 KiB, +45 MiB at 1 MiB, +65 MiB at 4 MiB), the throughput does not.
+ */
+const DOWNLOAD_BATCH_BYTES = 256 * 1024
+
+/** Decrypted segments of a downloading blob, a batch at a time (each authenticated before it is given out). */
+async function* decryptedBatches(opener: BlobOpener, body: ReadableStream<Uint8Array> | null): AsyncGenerator<Uint8Array[]> {
+  let batch: Uint8Array[] = []
+  let bytes = 0
+  if (body) {
+    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+      const before = batch.length
+      opener.push(chunk, batch)
+      for (let i = before; i < batch.length; i++) bytes += batch[i]!.byteLength
+      if (bytes >= DOWNLOAD_BATCH_BYTES) {
+        yield batch
+        batch = []
+        bytes = 0
+      }
+    }
+  }
+  batch.push(opener.finish())
+  yield batch
 }

@@ -63,7 +63,8 @@ class ByteQueue {
     this.length += chunk.length
   }
 
-  take(n: number): Uint8Array {
+  /** The next `n` bytes: a view when they lie in one chunk, else copied into `into` (when given) or new memory. */
+  take(n: number, into?: Uint8Array): Uint8Array {
     const first = this.chunks[0]
     if (first && first.length - this.head >= n) {
       const out = first.subarray(this.head, this.head + n)
@@ -75,7 +76,7 @@ class ByteQueue {
       this.length -= n
       return out
     }
-    const out = new Uint8Array(n)
+    const out = into && into.length >= n ? into.subarray(0, n) : new Uint8Array(n)
     let at = 0
     while (at < n) {
       const c = this.chunks[0]!
@@ -93,69 +94,125 @@ class ByteQueue {
   }
 }
 
+/**
+ * The segment cipher of one blob with its salt fixed: segment i of a plaintext always seals to the same
+ * bytes, so a sender can encrypt a file once to learn the ciphertext's hash and again to send it, keeping
+ * neither copy.
+ */
+export class BlobSealer {
+  /** The blob's first BLOB_HEADER_BYTES: format and salt. */
+  readonly header: Uint8Array
+  private readonly key: Uint8Array
+
+  constructor(
+    private readonly p: CryptoPrimitives,
+    dek: Uint8Array,
+    salt: Uint8Array = p.randomBytes(BLOB_SALT_BYTES),
+  ) {
+    if (salt.length !== BLOB_SALT_BYTES) throw new Error(`the attachment salt is ${BLOB_SALT_BYTES} bytes`)
+    this.key = payloadKey(p, dek, salt)
+    this.header = new Uint8Array(BLOB_HEADER_BYTES)
+    this.header[0] = BLOB_FORMAT_AES256GCM_64K
+    this.header.set(salt, 1)
+  }
+
+  /**
+   * Segment `index` (BLOB_SEGMENT_BYTES of plaintext, or 0–BLOB_SEGMENT_BYTES when `last`), tag
+   * appended; into `output` (plaintext.length + BLOB_TAG_BYTES) when given.
+   */
+  seal(index: number, last: boolean, plaintext: Uint8Array, output?: Uint8Array): Uint8Array {
+    if (plaintext.length > BLOB_SEGMENT_BYTES || (!last && plaintext.length !== BLOB_SEGMENT_BYTES)) throw new Error('a segment is 64 KiB of plaintext, except the last')
+    return this.p.aes256gcmSeal(this.key, segmentNonce(index, last), plaintext, EMPTY, output)
+  }
+}
+
+/**
+ * Ciphertext chunks of any size in, plaintext segments out, each only once it authenticated. `push`
+ * and `finish` throw DecryptError on any change, cut or wrong key.
+ */
+export class BlobOpener {
+  private readonly queue = new ByteQueue()
+  private key: Uint8Array | null = null
+  private index = 0
+  // a segment that spans two chunks is gathered here: opening never returns a view of its input
+  private readonly gather = new Uint8Array(CIPHER_SEGMENT_BYTES)
+
+  constructor(
+    private readonly p: CryptoPrimitives,
+    private readonly dek: Uint8Array,
+  ) {}
+
+  private readHeader(): void {
+    const header = this.queue.take(BLOB_HEADER_BYTES)
+    if (header[0] !== BLOB_FORMAT_AES256GCM_64K) throw new DecryptError('unsupported_version', `attachment format ${header[0]} is not supported`)
+    this.key = payloadKey(this.p, this.dek, header.slice(1))
+  }
+
+  /** The plaintext segments `chunk` completes (a segment is held back until more bytes show it is not the last). */
+  push(chunk: Uint8Array, out: Uint8Array[] = []): Uint8Array[] {
+    const queue = this.queue
+    queue.push(chunk)
+    if (!this.key && queue.length >= BLOB_HEADER_BYTES) this.readHeader()
+    while (this.key && queue.length > CIPHER_SEGMENT_BYTES) {
+      const pt = this.p.aes256gcmOpen(this.key, segmentNonce(this.index, false), queue.take(CIPHER_SEGMENT_BYTES, this.gather), EMPTY)
+      if (!pt) throw new DecryptError('authentication_failed', `attachment segment ${this.index} does not authenticate: wrong key or changed bytes`)
+      this.index++
+      out.push(pt)
+    }
+    return out
+  }
+
+  /** The last segment, once the ciphertext has ended. */
+  finish(): Uint8Array {
+    const { p, queue } = this
+    if (!this.key) {
+      if (queue.length < BLOB_HEADER_BYTES) throw new DecryptError('truncated', 'the attachment is shorter than its header')
+      this.readHeader()
+    }
+    const key = this.key!
+    const rest = queue.take(queue.length)
+    if (rest.length < BLOB_TAG_BYTES) throw new DecryptError('truncated', 'the attachment ends inside a segment')
+    if (rest.length === BLOB_TAG_BYTES && this.index > 0) throw new DecryptError('truncated', 'an empty last segment after full ones')
+    const pt = p.aes256gcmOpen(key, segmentNonce(this.index, true), rest, EMPTY)
+    if (!pt) {
+      const cut = rest.length === CIPHER_SEGMENT_BYTES && p.aes256gcmOpen(key, segmentNonce(this.index, false), rest, EMPTY)
+      throw cut
+        ? new DecryptError('truncated', 'the attachment was cut short at a segment boundary')
+        : new DecryptError('authentication_failed', `attachment segment ${this.index} does not authenticate: wrong key or changed bytes`)
+    }
+    return pt
+  }
+}
+
 /** A TransformStream that encrypts plaintext chunks into the stored format. */
 export function createBlobEncryptor(p: CryptoPrimitives, dek: Uint8Array): TransformStream<Uint8Array, Uint8Array> {
-  const salt = p.randomBytes(BLOB_SALT_BYTES)
-  const key = payloadKey(p, dek, salt)
+  const sealer = new BlobSealer(p, dek)
   const queue = new ByteQueue()
   let index = 0
   return new TransformStream<Uint8Array, Uint8Array>({
     start(controller) {
-      const header = new Uint8Array(BLOB_HEADER_BYTES)
-      header[0] = BLOB_FORMAT_AES256GCM_64K
-      header.set(salt, 1)
-      controller.enqueue(header)
+      controller.enqueue(sealer.header)
     },
     transform(chunk, controller) {
       queue.push(chunk)
       // a segment goes out once more bytes follow it, so the last one is known to be last
-      while (queue.length > BLOB_SEGMENT_BYTES) {
-        controller.enqueue(p.aes256gcmSeal(key, segmentNonce(index++, false), queue.take(BLOB_SEGMENT_BYTES), EMPTY))
-      }
+      while (queue.length > BLOB_SEGMENT_BYTES) controller.enqueue(sealer.seal(index++, false, queue.take(BLOB_SEGMENT_BYTES)))
     },
     flush(controller) {
-      controller.enqueue(p.aes256gcmSeal(key, segmentNonce(index, true), queue.take(queue.length), EMPTY))
+      controller.enqueue(sealer.seal(index, true, queue.take(queue.length)))
     },
   })
 }
 
 /** A TransformStream that decrypts the stored format; errors with DecryptError on any change. */
 export function createBlobDecryptor(p: CryptoPrimitives, dek: Uint8Array): TransformStream<Uint8Array, Uint8Array> {
-  const queue = new ByteQueue()
-  let key: Uint8Array | null = null
-  let index = 0
-  const readHeader = () => {
-    const header = queue.take(BLOB_HEADER_BYTES)
-    if (header[0] !== BLOB_FORMAT_AES256GCM_64K) throw new DecryptError('unsupported_version', `attachment format ${header[0]} is not supported`)
-    key = payloadKey(p, dek, header.slice(1))
-  }
+  const opener = new BlobOpener(p, dek)
   return new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
-      queue.push(chunk)
-      if (!key && queue.length >= BLOB_HEADER_BYTES) readHeader()
-      while (key && queue.length > CIPHER_SEGMENT_BYTES) {
-        const pt = p.aes256gcmOpen(key, segmentNonce(index, false), queue.take(CIPHER_SEGMENT_BYTES), EMPTY)
-        if (!pt) throw new DecryptError('authentication_failed', `attachment segment ${index} does not authenticate: wrong key or changed bytes`)
-        index++
-        controller.enqueue(pt)
-      }
+      for (const pt of opener.push(chunk)) controller.enqueue(pt)
     },
     flush(controller) {
-      if (!key) {
-        if (queue.length < BLOB_HEADER_BYTES) throw new DecryptError('truncated', 'the attachment is shorter than its header')
-        readHeader()
-      }
-      const rest = queue.take(queue.length)
-      if (rest.length < BLOB_TAG_BYTES) throw new DecryptError('truncated', 'the attachment ends inside a segment')
-      if (rest.length === BLOB_TAG_BYTES && index > 0) throw new DecryptError('truncated', 'an empty last segment after full ones')
-      const pt = p.aes256gcmOpen(key!, segmentNonce(index, true), rest, EMPTY)
-      if (!pt) {
-        const cut = rest.length === CIPHER_SEGMENT_BYTES && p.aes256gcmOpen(key!, segmentNonce(index, false), rest, EMPTY)
-        throw cut
-          ? new DecryptError('truncated', 'the attachment was cut short at a segment boundary')
-          : new DecryptError('authentication_failed', `attachment segment ${index} does not authenticate: wrong key or changed bytes`)
-      }
-      controller.enqueue(pt)
+      controller.enqueue(opener.finish())
     },
   })
 }

@@ -4,6 +4,7 @@
  * agent needs no second key pair to receive encrypted messages.
  */
 import { ed25519 } from '@noble/curves/ed25519.js'
+import { bytesKey } from './bytes.ts'
 import type { CryptoPrimitives } from './primitives.ts'
 
 const P = 2n ** 255n - 19n
@@ -52,7 +53,7 @@ const CACHE_LIMIT = 1024 // keys an agent talks to; bounded so a flood of sender
  */
 export function edPublicToX25519(edPublicKey: Uint8Array): Uint8Array {
   if (edPublicKey.length !== 32) throw new Error('an Ed25519 public key is 32 bytes')
-  const id = String.fromCharCode(...edPublicKey)
+  const id = bytesKey(edPublicKey)
   const hit = converted.get(id)
   if (hit) return hit.slice()
   let point

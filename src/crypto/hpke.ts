@@ -3,7 +3,7 @@
  * (kem 0x0020, kdf 0x0001, aead 0x0003), in the Base (0) and Auth (2) modes. Written against the RFC's
  * pseudocode (§4 – §5.2, §7.1); tested with its published vectors on both primitive sets.
  */
-import { concatBytes, i2osp, utf8 } from './bytes.ts'
+import { bytesKey, concatBytes, i2osp, utf8 } from './bytes.ts'
 import { hkdfExpand, hkdfExtract } from './hkdf.ts'
 import type { CryptoPrimitives } from './primitives.ts'
 
@@ -23,7 +23,8 @@ const HPKE_V1 = utf8.encode('HPKE-v1')
 const KEM_SUITE = concatBytes(utf8.encode('KEM'), i2osp(KEM_ID, 2))
 const HPKE_SUITE = concatBytes(utf8.encode('HPKE'), i2osp(KEM_ID, 2), i2osp(KDF_ID, 2), i2osp(AEAD_ID, 2))
 const EMPTY = new Uint8Array(0)
-const label = (text: string) => utf8.encode(text)
+const labels = new Map<string, Uint8Array>()
+const label = (text: string) => labels.get(text) ?? (labels.set(text, utf8.encode(text)), labels.get(text)!)
 
 function labeledExtract(p: CryptoPrimitives, suite: Uint8Array, salt: Uint8Array, name: string, ikm: Uint8Array) {
   return hkdfExtract(p, salt, concatBytes(HPKE_V1, suite, label(name), ikm))
@@ -48,12 +49,19 @@ export function deriveKeyPair(p: CryptoPrimitives, ikm: Uint8Array): { secretKey
 /** An HPKE context after setup: seals or opens in sequence (nonce = base_nonce XOR seq). */
 export class HpkeContext {
   private seq = 0
+  private exporter: Uint8Array | null = null
   constructor(
     private readonly p: CryptoPrimitives,
     readonly key: Uint8Array,
     readonly baseNonce: Uint8Array,
-    readonly exporterSecret: Uint8Array,
+    private readonly secret: Uint8Array,
+    private readonly context: Uint8Array,
   ) {}
+
+  /** Derived when first asked for: sealing and opening never need it. */
+  get exporterSecret(): Uint8Array {
+    return (this.exporter ??= labeledExpand(this.p, HPKE_SUITE, this.secret, 'exp', this.context, N_H))
+  }
 
   private nextNonce(): Uint8Array {
     const nonce = this.baseNonce.slice()
@@ -90,7 +98,7 @@ export class HpkeContext {
 const infoHashes = new Map<string, Uint8Array>()
 
 function infoHashOf(p: CryptoPrimitives, info: Uint8Array): Uint8Array {
-  const id = String.fromCharCode(...info)
+  const id = bytesKey(info)
   let hash = infoHashes.get(id)
   if (!hash) {
     hash = labeledExtract(p, HPKE_SUITE, EMPTY, 'info_hash', info)
@@ -112,7 +120,7 @@ const staticDhCache = new WeakMap<CryptoPrimitives, Map<string, Uint8Array>>()
 function staticDh(p: CryptoPrimitives, secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
   let cache = staticDhCache.get(p)
   if (!cache) staticDhCache.set(p, (cache = new Map()))
-  const id = String.fromCharCode(...secretKey, ...publicKey)
+  const id = bytesKey(secretKey, publicKey)
   const hit = cache.get(id)
   if (hit) return hit.slice()
   const shared = p.x25519(secretKey, publicKey)
@@ -130,7 +138,8 @@ function keySchedule(p: CryptoPrimitives, mode: number, sharedSecret: Uint8Array
     p,
     labeledExpand(p, HPKE_SUITE, secret, 'key', context, N_K),
     labeledExpand(p, HPKE_SUITE, secret, 'base_nonce', context, N_N),
-    labeledExpand(p, HPKE_SUITE, secret, 'exp', context, N_H),
+    secret,
+    context,
   )
 }
 

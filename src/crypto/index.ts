@@ -4,7 +4,7 @@
  * `purePrimitives` (./pure.ts) in a browser. `bindEncryption(primitives)` returns the whole API with the
  * primitives filled in; this module itself imports neither implementation.
  */
-import { createBlobDecryptor, createBlobEncryptor, decryptBlob, decryptBlobStream, encryptBlob, encryptBlobStream } from './blob.ts'
+import { BlobOpener, BlobSealer, createBlobDecryptor, createBlobEncryptor, decryptBlob, decryptBlobStream, encryptBlob, encryptBlobStream } from './blob.ts'
 import { newDek, unwrapDek, wrapDek, type WrapKeyInput } from './dek.ts'
 import { openMessage, sealMessage, type AgentKeys, type EncryptedMessageFields, type SealMessageInput } from './message.ts'
 import type { CryptoPrimitives } from './primitives.ts'
@@ -12,7 +12,7 @@ import type { EncryptionVersion } from './constants.ts'
 
 export { ENCRYPTED_CONTENT_TYPE, SUPPORTED_VERSIONS, BLOB_SEGMENT_BYTES, type EncryptionVersion } from './constants.ts'
 export { DecryptError, type DecryptFailureReason } from './errors.ts'
-export { encryptedBlobSize, decryptedBlobSize } from './blob.ts'
+export { encryptedBlobSize, decryptedBlobSize, type BlobOpener, type BlobSealer } from './blob.ts'
 export { isEncryptedMessage, parseEncryptedBody, type AgentKeys, type EncryptedBody, type EncryptedMessageFields, type EncryptionFacts, type OpenedMessage, type SealMessageInput, type SealedMessage, type WrappedKeyFields } from './message.ts'
 export type { UnwrappedKey, WrapKeyInput } from './dek.ts'
 export type { CryptoPrimitives } from './primitives.ts'
@@ -30,6 +30,10 @@ export function bindEncryption(p: CryptoPrimitives) {
     decryptBlobStream: (dek: Uint8Array, source: ReadableStream<Uint8Array>) => decryptBlobStream(p, dek, source),
     createBlobEncryptor: (dek: Uint8Array) => createBlobEncryptor(p, dek),
     createBlobDecryptor: (dek: Uint8Array) => createBlobDecryptor(p, dek),
+    /** The segment cipher with a fixed salt (random when not given): the same plaintext seals to the same bytes. */
+    blobSealer: (dek: Uint8Array, salt?: Uint8Array) => new BlobSealer(p, dek, salt),
+    /** Ciphertext chunks in, authenticated plaintext segments out, without streams. */
+    blobOpener: (dek: Uint8Array) => new BlobOpener(p, dek),
     encryptBlob: (dek: Uint8Array, plaintext: Uint8Array) => encryptBlob(p, dek, plaintext),
     decryptBlob: (dek: Uint8Array, ciphertext: Uint8Array) => decryptBlob(p, dek, ciphertext),
   }

@@ -6,7 +6,7 @@
  */
 import * as nodeCrypto from 'node:crypto'
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js'
-import { isAllZero } from './bytes.ts'
+import { bytesKey, isAllZero } from './bytes.ts'
 import type { CryptoPrimitives } from './primitives.ts'
 
 // DER prefixes that turn a raw 32-byte key into PKCS#8 / SPKI (RFC 8410), the forms node:crypto imports.
@@ -26,7 +26,10 @@ function der(prefix: Uint8Array, key: Uint8Array): Buffer {
   return out
 }
 
+// A view on a Buffer's memory: for large results. Reading `.buffer` of a small Buffer makes the engine
+// give it a backing store of its own, which costs more than copying its bytes: small results are copied.
 const view = (b: Buffer): Uint8Array => new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
+const copy = (b: Uint8Array): Uint8Array => new Uint8Array(b)
 
 /**
  * Importing a raw key into node:crypto costs as much as a scalar multiplication, and the same static
@@ -37,7 +40,7 @@ class KeyCache {
   private readonly map = new Map<string, nodeCrypto.KeyObject>()
   constructor(private readonly limit: number) {}
   get(raw: Uint8Array, make: () => nodeCrypto.KeyObject): nodeCrypto.KeyObject {
-    const id = String.fromCharCode(...raw)
+    const id = bytesKey(raw)
     let key = this.map.get(id)
     if (!key) {
       key = make()
@@ -58,7 +61,7 @@ const edPublics = new KeyCache(1024)
 const x25519Private = (sk: Uint8Array) =>
   generated.get(sk) ?? x25519Secrets.get(sk, () => nodeCrypto.createPrivateKey({ key: der(X25519_PKCS8, sk), format: 'der', type: 'pkcs8' }))
 const x25519Public = (pk: Uint8Array) => x25519Publics.get(pk, () => nodeCrypto.createPublicKey({ key: der(X25519_SPKI, pk), format: 'der', type: 'spki' }))
-const fromJwk = (text: string | undefined) => view(Buffer.from(text ?? '', 'base64url'))
+const fromJwk = (text: string | undefined) => copy(Buffer.from(text ?? '', 'base64url'))
 
 /**
  * In Bun, node:crypto's createHash/createHmac build a stream object per call, which costs more than
@@ -71,16 +74,25 @@ interface BunHasher {
 const bunHasher = (globalThis as { Bun?: { CryptoHasher?: new (algorithm: string, hmacKey?: Uint8Array) => BunHasher } }).Bun?.CryptoHasher
 function bunDigest(h: BunHasher, data: Uint8Array): Uint8Array {
   h.update(data)
-  const d = h.digest()
-  return new Uint8Array(d.buffer, d.byteOffset, d.byteLength)
+  return copy(h.digest())
+}
+
+const getRandomValues = globalThis.crypto?.getRandomValues?.bind(globalThis.crypto)
+function randomBytes(length: number): Uint8Array {
+  if (!getRandomValues) return view(nodeCrypto.randomBytes(length))
+  const out = new Uint8Array(length)
+  // one call fills at most 65,536 bytes
+  for (let at = 0; at < length; at += 65536) getRandomValues(out.subarray(at, Math.min(length, at + 65536)))
+  return out
 }
 
 const hasNativeChacha = nodeCrypto.getCiphers().includes('chacha20-poly1305')
 
-function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
   const cipher = nodeCrypto.createCipheriv(algorithm as 'aes-256-gcm', key, nonce, { authTagLength: 16 })
   cipher.setAAD(aad, { plaintextLength: plaintext.length })
-  const out = new Uint8Array(plaintext.length + 16)
+  if (output && output.length !== plaintext.length + 16) throw new Error('the output is the plaintext plus 16 bytes')
+  const out = output ?? new Uint8Array(plaintext.length + 16)
   const body = cipher.update(plaintext)
   out.set(body, 0)
   const rest = cipher.final()
@@ -110,10 +122,10 @@ function aeadOpen(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Arra
 
 export const nativePrimitives: CryptoPrimitives = {
   name: 'native',
-  randomBytes: (length) => view(nodeCrypto.randomBytes(length)),
-  sha256: (data) => (bunHasher ? bunDigest(new bunHasher('sha256'), data) : view(nodeCrypto.createHash('sha256').update(data).digest())),
-  sha512: (data) => (bunHasher ? bunDigest(new bunHasher('sha512'), data) : view(nodeCrypto.createHash('sha512').update(data).digest())),
-  hmacSha256: (key, data) => (bunHasher ? bunDigest(new bunHasher('sha256', key), data) : view(nodeCrypto.createHmac('sha256', key).update(data).digest())),
+  randomBytes,
+  sha256: (data) => (bunHasher ? bunDigest(new bunHasher('sha256'), data) : copy(nodeCrypto.createHash('sha256').update(data).digest())),
+  sha512: (data) => (bunHasher ? bunDigest(new bunHasher('sha512'), data) : copy(nodeCrypto.createHash('sha512').update(data).digest())),
+  hmacSha256: (key, data) => (bunHasher ? bunDigest(new bunHasher('sha256', key), data) : copy(nodeCrypto.createHmac('sha256', key).update(data).digest())),
   x25519Generate() {
     const pair = nodeCrypto.generateKeyPairSync('x25519')
     const jwk = pair.privateKey.export({ format: 'jwk' })
@@ -128,7 +140,7 @@ export const nativePrimitives: CryptoPrimitives = {
   x25519(secretKey, publicKey) {
     let shared: Uint8Array
     try {
-      shared = view(nodeCrypto.diffieHellman({ privateKey: x25519Private(secretKey), publicKey: x25519Public(publicKey) }))
+      shared = copy(nodeCrypto.diffieHellman({ privateKey: x25519Private(secretKey), publicKey: x25519Public(publicKey) }))
     } catch {
       throw new Error('X25519 failed (invalid or small-order public key)')
     }
@@ -145,11 +157,11 @@ export const nativePrimitives: CryptoPrimitives = {
       return null
     }
   },
-  aes256gcmSeal: (key, nonce, plaintext, aad) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad),
+  aes256gcmSeal: (key, nonce, plaintext, aad, output) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad, output),
   aes256gcmOpen: (key, nonce, ciphertext, aad) => aeadOpen('aes-256-gcm', key, nonce, ciphertext, aad),
   ed25519Sign(seed, message) {
     const key = edSecrets.get(seed, () => nodeCrypto.createPrivateKey({ key: der(ED25519_PKCS8, seed), format: 'der', type: 'pkcs8' }))
-    return view(nodeCrypto.sign(null, message, key))
+    return copy(nodeCrypto.sign(null, message, key))
   },
   ed25519Verify(publicKey, message, signature) {
     if (publicKey.length !== 32 || signature.length !== 64) return false

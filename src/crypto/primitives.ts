@@ -19,8 +19,12 @@ export interface CryptoPrimitives {
   chacha20poly1305Seal(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array
   /** The plaintext, or null when the tag does not verify. */
   chacha20poly1305Open(key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null
-  /** AES-256-GCM with a 12-byte nonce: ciphertext with the 16-byte tag appended (the attachment cipher). */
-  aes256gcmSeal(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array
+  /**
+   * AES-256-GCM with a 12-byte nonce: ciphertext with the 16-byte tag appended (the attachment cipher);
+   * written into `output` (plaintext.length + 16 bytes) and returned when given.
+   */
+  aes256gcmSeal(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array
+  /** The plaintext in new memory (never a view of `ciphertext`, which the caller may reuse), or null. */
   aes256gcmOpen(key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null
   /** Ed25519 (RFC 8032) signature by a 32-byte seed. */
   ed25519Sign(seed: Uint8Array, message: Uint8Array): Uint8Array

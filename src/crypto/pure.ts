@@ -36,7 +36,13 @@ export const purePrimitives: CryptoPrimitives = {
   },
   chacha20poly1305Seal: (key, nonce, plaintext, aad) => chacha20poly1305(key, nonce, aad).encrypt(plaintext),
   chacha20poly1305Open: (key, nonce, ciphertext, aad) => openOrNull(() => chacha20poly1305(key, nonce, aad).decrypt(ciphertext)),
-  aes256gcmSeal: (key, nonce, plaintext, aad) => gcm(key, nonce, aad).encrypt(plaintext),
+  aes256gcmSeal(key, nonce, plaintext, aad, output) {
+    const sealed = gcm(key, nonce, aad).encrypt(plaintext)
+    if (!output) return sealed
+    if (output.length !== sealed.length) throw new Error('the output is the plaintext plus 16 bytes')
+    output.set(sealed)
+    return output
+  },
   aes256gcmOpen: (key, nonce, ciphertext, aad) => openOrNull(() => gcm(key, nonce, aad).decrypt(ciphertext)),
   ed25519Sign: (seed, message) => ed25519.sign(message, seed),
   ed25519Verify(publicKey, message, signature) {

@@ -4,8 +4,9 @@
  * attachments, and the relay's encrypted-only inboxes.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createHmac } from 'node:crypto'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { createHash, createHmac } from 'node:crypto'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { ENCRYPTED_CONTENT_TYPE, RelayApiError, RelayClient, verifyWebhook } from '../../src/client/index.ts'
@@ -181,6 +182,86 @@ describe('encrypted attachments', () => {
       }
     })
   }
+
+  test('a file, a Blob and a one-shot stream: the same plaintext arrives; only the stream spools (ciphertext) to a temporary file', async () => {
+    const alice = t.client()
+    const bob = t.client()
+    await bob.declareEncryption()
+    const work = mkdtempSync(join(tmpdir(), 'relay-enc-src-'))
+    const spool = mkdtempSync(join(tmpdir(), 'relay-enc-spool-'))
+    const before = process.env.TMPDIR
+    try {
+      const marker = 'PLAINTEXT-MARKER-sources'
+      // three segments and a bit: full segments, a short last one
+      const plain = new Uint8Array(3 * 65536 + 777)
+      for (let i = 0; i < plain.length; i++) plain[i] = marker.charCodeAt(i % marker.length)
+      const source = join(work, 'plain.bin')
+      writeFileSync(source, plain)
+      // the spool directory of the client is TMPDIR: watched while each upload runs
+      process.env.TMPDIR = spool
+      const seen = new Set<string>()
+      const watcher = watch(spool, (_event, name) => name && seen.add(name))
+      const progress: number[] = []
+      const uploads = {
+        file: await alice.uploadEncryptedBlob(source, { recipientKey: bob.publicKey, onProgress: (n) => progress.push(n) }),
+        blob: await alice.uploadEncryptedBlob(Bun.file(source), { recipientKey: bob.publicKey }),
+      }
+      // progress counts the ciphertext sent, rising to the stored size
+      expect(progress.length).toBeGreaterThan(0)
+      expect(progress.every((n, i) => i === 0 || n > progress[i - 1]!)).toBe(true)
+      expect(progress.at(-1)).toBe(uploads.file.blob.size)
+      await Bun.sleep(50)
+      expect([...seen]).toEqual([])
+      expect(readdirSync(work)).toEqual(['plain.bin'])
+      const stream = await alice.uploadEncryptedBlob(new Blob([plain]).stream(), { recipientKey: bob.publicKey })
+      await Bun.sleep(50)
+      watcher.close()
+      expect(seen.size).toBe(1)
+      expect(readdirSync(spool)).toEqual([])
+      process.env.TMPDIR = before
+      for (const [kind, up] of Object.entries({ ...uploads, stream })) {
+        expect({ kind, size: up.plain_size }).toEqual({ kind, size: plain.length })
+        expect(up.blob.size).toBe(17 + plain.length + 16 * 4)
+        const sent = await alice.send({ recipient_key: bob.publicKey, body: kind, attachments: [up.attachment] })
+        const msg = await bob.getMessage(sent.message_id)
+        const out = join(work, `out-${kind}.bin`)
+        const written = await bob.downloadDecryptedToFile(msg, msg.attachments![0]!, out)
+        expect(written.size).toBe(plain.length)
+        expect(written.sha256).toBe(createHash('sha256').update(plain).digest('hex'))
+        expect(readFileSync(out).equals(Buffer.from(plain))).toBe(true)
+      }
+      // a fresh key and salt each time: three different ciphertexts of one plaintext
+      expect(new Set(Object.values({ ...uploads, stream }).map((u) => u.blob.hash)).size).toBe(3)
+      for (const file of filesUnder(t.dataDir)) expect(readFileSync(file).includes(marker)).toBe(false)
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = before
+      rmSync(work, { recursive: true, force: true })
+      rmSync(spool, { recursive: true, force: true })
+    }
+  })
+
+  test('a changed byte in the stored blob: the download to a file fails and leaves no file behind', async () => {
+    const alice = t.client()
+    const bob = t.client()
+    await bob.declareEncryption()
+    const up = await alice.uploadEncryptedBlob(crypto.getRandomValues(new Uint8Array(300_000)), { recipientKey: bob.publicKey })
+    const sent = await alice.send({ recipient_key: bob.publicKey, body: 'x', attachments: [up.attachment] })
+    const msg = await bob.getMessage(sent.message_id)
+    const stored = filesUnder(join(t.dataDir, 'blobs')).find((f) => statSync(f).size === up.blob.size)
+    expect(stored).toBeDefined()
+    const bytes = readFileSync(stored!)
+    bytes[200_000]! ^= 1
+    await Bun.write(stored!, bytes)
+    const work = mkdtempSync(join(tmpdir(), 'relay-enc-down-'))
+    try {
+      const err = await bob.downloadDecryptedToFile(msg, msg.attachments![0]!, join(work, 'out.bin')).catch((e) => e)
+      expect(err).toMatchObject({ name: 'DecryptError', reason: 'authentication_failed' })
+      expect(readdirSync(work)).toEqual([])
+    } finally {
+      rmSync(work, { recursive: true, force: true })
+    }
+  })
 
   test('a changed byte in the stored blob: the download stream errors with a reason', async () => {
     const alice = t.client()

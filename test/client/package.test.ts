@@ -108,6 +108,8 @@ describe.skipIf(!usable)('the packed client', () => {
     expect(steps.listen).toMatchObject({ got: steps.listen.sent, text: 'listened', attachment: true })
     expect(steps.acked.status).toBe('delivered')
     expect(steps.download).toMatchObject({ size: 16_000, sha256: true, same: true })
+    // 200,000 bytes in 4 segments: 17 + 200,000 + 4 × 16 stored
+    expect(steps.encrypted).toEqual({ step: 'encrypted', version: 3, text: 'encrypted file', stored: 200_081, size: 200_000, same: true })
     expect(steps.refused).toEqual({ step: 'refused', type: true, code: 'message_not_found', request: true })
     expect(steps.down.type).toBe(true)
     expect(steps.down.message).toContain('cannot reach the relay at http://127.0.0.1:')

@@ -36,6 +36,32 @@ describe('attachment cipher', () => {
     })
   }
 
+  test('the overhead the documents quote: 25,617 bytes on a 100 MiB file; sizes map back', () => {
+    expect(encryptedBlobSize(100 * 1024 * 1024) - 100 * 1024 * 1024).toBe(25_617)
+    for (const size of [0, 1, 65_535, 65_536, 65_537, 100 * 1024 * 1024]) expect(decryptedBlobSize(encryptedBlobSize(size))).toBe(size)
+  })
+
+  test('a sealer with a given salt seals the same plaintext to the same bytes, and the stream format reads them', async () => {
+    for (const p of [nativePrimitives, purePrimitives]) {
+      const e2e = bindEncryption(p)
+      const dek = e2e.newDek()
+      const salt = new Uint8Array(16).fill(7)
+      const plain = crypto.getRandomValues(new Uint8Array(65_536 + 10))
+      const seal = () => {
+        const s = e2e.blobSealer(dek, salt)
+        const first = new Uint8Array(65_536 + 16)
+        s.seal(0, false, plain.subarray(0, 65_536), first)
+        return toHex(new Uint8Array([...s.header, ...first, ...s.seal(1, true, plain.subarray(65_536))]))
+      }
+      const a = seal()
+      expect(seal()).toBe(a)
+      const opened = await e2e.decryptBlob(dek, Uint8Array.from(Buffer.from(a, 'hex')))
+      expect(toHex(opened)).toBe(toHex(plain))
+      // a short segment that is not the last is refused
+      expect(() => e2e.blobSealer(dek, salt).seal(0, false, plain.subarray(0, 10))).toThrow()
+    }
+  })
+
   test('chunking of the input does not matter', async () => {
     const pt = crypto.getRandomValues(new Uint8Array(2 * SEG + 100))
     const dek = native.newDek()

@@ -1,6 +1,7 @@
 /**
- * A 100 MiB end-to-end encrypted attachment: CLI → the compiled relay → CLI, once with blobs in the
- * data directory and once in an S3 bucket (s3rver). The file comes back byte for byte; the database
+ * End-to-end encrypted attachments of 0 bytes, 1 byte and 100 MiB (exactly the relay's default blob
+ * limit): CLI → the compiled relay (default settings) → CLI, once with blobs in the data directory and
+ * once in an S3 bucket (s3rver). The file comes back byte for byte; the database
  * file (with its WAL) and the blob directory / the bucket's files never contain the plaintext marker;
  * and the sending and receiving CLI's peak RSS (GNU time) stays far below the file size — the cipher
  * streams. Throughput and the exact memory figures are bench/ material (bench/crypto.ts).
@@ -50,6 +51,22 @@ async function roundTrip(dir: string, relay: RunningBinary) {
   expect(baseline.code).toBe(0)
   await as('me.key')(['whoami'])
 
+  // the smallest attachments first: an empty file is one empty last segment, one byte is one short one
+  for (const size of [0, 1]) {
+    const name = `small-${size}.bin`
+    writeFileSync(join(dir, name), Buffer.alloc(size, 'x'))
+    const small = await as('me.key')(['send', '--to', peer, '--text', `${size} bytes`, '--attach', name, '--json'])
+    expect(small.stderr).toBe('')
+    expect(small.code).toBe(0)
+    const smallId = JSON.parse(small.stdout).message_id as string
+    const smallMsg = JSON.parse((await runCli(['get', smallId, '--json', '--relay', relay.url, '--key', 'peer.key'], { cwd: dir })).stdout)
+    expect(smallMsg.attachments[0]).toMatchObject({ encrypted: true, size: 17 + size + 16 })
+    const smallDown = await as('peer.key')(['download', smallMsg.attachments[0].blob_id, '--message', smallId, '-o', `${name}.out`])
+    expect(smallDown.code).toBe(0)
+    expect(readFileSync(join(dir, `${name}.out`)).equals(readFileSync(join(dir, name)))).toBe(true)
+  }
+
+  // exactly the relay's default maximum (100 MiB): the limit counts the file, not its ciphertext
   writeFileSync(join(dir, 'big.bin'), Buffer.alloc(SIZE, MARKER))
   const sent = await as('me.key')(['send', '--to', peer, '--text', `${MARKER} body`, '--attach', 'big.bin', '--json'])
   expect(sent.stderr).toBe('')
@@ -87,8 +104,8 @@ describe('100 MiB encrypted attachment, blobs in the data directory', () => {
   beforeAll(async () => {
     await buildBinary()
     dir = tempDir('relay-e2e-large-')
-    // an encrypted 100 MiB file is a little larger than 100 MiB (16 bytes per 64 KiB segment and a header)
-    relay = await startBinary({ cwd: dir, dataDir: join(dir, 'data'), env: { RELAY_BLOB_MAX_SIZE: '101MiB' } })
+    // the default blob limit (100 MiB): an encrypted 100 MiB file is 25,617 bytes larger, and fits
+    relay = await startBinary({ cwd: dir, dataDir: join(dir, 'data') })
   }, 120_000)
   afterAll(async () => {
     relay?.proc.kill('SIGTERM')
@@ -114,7 +131,7 @@ describe.skipIf(node === null)('100 MiB encrypted attachment, blobs in an S3 buc
     await buildBinary()
     dir = tempDir('relay-e2e-large-s3-')
     s3 = await startS3Server(node as string)
-    relay = await startBinary({ cwd: dir, dataDir: join(dir, 'data'), env: { RELAY_BLOB_MAX_SIZE: '101MiB', RELAY_BLOB_STORE: s3.url('large/'), ...s3.env } })
+    relay = await startBinary({ cwd: dir, dataDir: join(dir, 'data'), env: { RELAY_BLOB_STORE: s3.url('large/'), ...s3.env } })
   }, 120_000)
   afterAll(async () => {
     relay?.proc.kill('SIGTERM')

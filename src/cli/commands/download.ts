@@ -3,7 +3,7 @@ import { open, rename, unlink } from 'node:fs/promises'
 import { decryptedBlobSize } from '../../client/index.ts'
 import { fields, humanBytes } from '../format.ts'
 import { createProgress } from '../progress.ts'
-import { UsageError, type CommandSpec } from './command.ts'
+import { UsageError, type CommandContext, type CommandSpec } from './command.ts'
 
 export const download: CommandSpec = {
   name: 'download',
@@ -33,6 +33,19 @@ export const download: CommandSpec = {
     const message = ctx.flags.message === undefined ? null : await client.getMessage(ctx.flags.message)
     const attachment = message?.attachments?.find((a) => a.blob_id === blobId)
     if (message && !attachment) throw new UsageError(`message ${message.message_id} does not attach ${blobId}`)
+    if (message && attachment?.encrypted && out !== '-') {
+      // into a file: the client decrypts and writes in batches, keeping the file only once every segment authenticated
+      const progress = createProgress({ label: `download+decrypt ${blobId}`, total: decryptedBlobSize(attachment.size) ?? undefined, stream: ctx.stderr })
+      let written: number
+      try {
+        written = (await client.downloadDecryptedToFile(message, attachment, out, { overwrite: true, onProgress: (n) => progress.set(n) })).size
+        progress.done()
+      } catch (err) {
+        progress.fail()
+        throw err
+      }
+      return report(ctx, { blobId, out, written, contentType: 'application/octet-stream', expected: null, decrypting: true })
+    }
     if (message && attachment?.encrypted) {
       // AES-GCM authenticates every segment: a changed or cut blob fails here, the file is never kept
       body = (await client.downloadDecrypted(message, attachment)) as unknown as AsyncIterable<Uint8Array>
@@ -80,16 +93,21 @@ export const download: CommandSpec = {
       throw err
     }
     if (toStdout) return
-    const result = { blob_id: blobId, file: out, size: written, content_type: contentType, hash: expected, ...(decrypting ? { decrypted: true } : {}) }
-    if (ctx.json) return ctx.out.json(result)
-    ctx.out.text(
-      fields([
-        ['wrote', out],
-        ['size', `${humanBytes(written)} (${written} bytes)`],
-        ['content type', contentType],
-        ['sha256', expected ?? undefined],
-        ['decrypted', decrypting ? 'yes: every segment authenticated' : undefined],
-      ]),
-    )
+    report(ctx, { blobId, out, written, contentType, expected, decrypting })
   },
+}
+
+function report(ctx: CommandContext, r: { blobId: string; out: string; written: number; contentType: string; expected: string | null; decrypting: boolean }): void {
+  const { blobId, out, written, contentType, expected, decrypting } = r
+  const result = { blob_id: blobId, file: out, size: written, content_type: contentType, hash: expected, ...(decrypting ? { decrypted: true } : {}) }
+  if (ctx.json) return ctx.out.json(result)
+  ctx.out.text(
+    fields([
+      ['wrote', out],
+      ['size', `${humanBytes(written)} (${written} bytes)`],
+      ['content type', contentType],
+      ['sha256', expected ?? undefined],
+      ['decrypted', decrypting ? 'yes: every segment authenticated' : undefined],
+    ]),
+  )
 }
