@@ -4,7 +4,6 @@
  * sends (§4.3 check 4, §4.1). Framework-free: the HTTP routes hand in the body stream and a function
  * that finishes the signature check once the streamed hash is known.
  */
-import { encryptedBlobSize } from '../crypto/blob.ts'
 import { RelayError, badRequest } from '../errors.ts'
 import type { Clock } from '../lib/clock.ts'
 import { BLOB_ID_PATTERN, newBlobId } from '../lib/ids.ts'
@@ -14,15 +13,6 @@ import type { InsertHook } from './messages.ts'
 import type { BlobRecord, MessageRecord } from './models/records.ts'
 import { BlobTooLargeError, type BlobStore, type StagedBlob, type Storage, type Stores } from './ports.ts'
 import { BLOB_CONTENT_TYPE_MAX, DEFAULT_BLOB_CONTENT_TYPE, blobToJson, type BlobJson } from './models/blob.ts'
-
-/**
- * The bytes an upload may have under the configured maximum: the maximum counts the file, so the
- * attachment cipher's overhead (a 17-byte header and a 16-byte tag per 64 KiB, docs/protocol.md §6 and
- * §14) is admitted on top, and a file of the maximum size can be sent encrypted too.
- */
-export function storedBlobLimit(maxSizeBytes: number): number {
-  return encryptedBlobSize(maxSizeBytes)
-}
 
 export interface BlobLimits {
   maxSizeBytes: number
@@ -127,8 +117,7 @@ export class BlobsService {
    * X-M2M-Storage-Limit; those given once the signature verified carry X-M2M-Storage-Used too.
    */
   async upload(input: UploadInput): Promise<UploadOutcome> {
-    const { quotaBytes } = this.limits
-    const maxSizeBytes = storedBlobLimit(this.limits.maxSizeBytes)
+    const { maxSizeBytes, quotaBytes } = this.limits
     const declared = parseContentLength(input.contentLength)
     if (declared !== null && declared > maxSizeBytes) throw this.tooLarge()
     // whether the bytes can possibly be kept, decided before the signature is checked on the claimed
@@ -262,7 +251,7 @@ export class BlobsService {
 
   private tooLarge(): RelayError {
     const limit = this.limits.maxSizeBytes
-    return new RelayError('payload_too_large', `Blob exceeds the limit of ${limit} bytes (${storedBlobLimit(limit)} for an encrypted file of that size)`, { limit_bytes: limit }, this.storageHeaders())
+    return new RelayError('payload_too_large', `Blob exceeds the limit of ${limit} bytes`, { limit_bytes: limit }, this.storageHeaders())
   }
 
   /**

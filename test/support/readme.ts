@@ -85,7 +85,7 @@ const WHEN: Record<ErrorCode, string> = {
   request_timeout: 'the request body did not arrive within the body deadline (30 s by default), or arrived slower than 8 KiB/s',
   replay_detected: 'this signature was already used (sign every request afresh)',
   blob_referenced: 'the blob is still attached to an unexpired message',
-  payload_too_large: 'body over 1 MiB, request over 2 MiB, blob over 100 MiB (+ 25,617 bytes of encryption overhead)',
+  payload_too_large: 'body over 1 MiB, request over 2 MiB, blob over 100 MiB',
   unprocessable_entity: 'well-formed but semantically invalid (no body and no attachments, unusable blob, too many ACL entries, private webhook target)',
   encryption_required: 'a plaintext send to an agent whose profile asks for encrypted messages only, or to any agent when the relay runs with `RELAY_REQUIRE_ENCRYPTION`',
   rate_limit_exceeded: 'over the per-minute limit, or too much unauthenticated traffic from your address; wait `Retry-After` seconds',
