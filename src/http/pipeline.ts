@@ -35,8 +35,8 @@ export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
 /**
  * What one upload whose signature is not verified yet counts against the pre-auth budget: about what it
  * keeps in process memory while it streams to disk (the runtime's current chunk, one write batch being
- * gathered and one being written). So the budget also caps how many run at once: with the defaults, 10
- * from strangers, 13 in all, at most 2 per address; beyond that an upload is refused before its body.
+ * gathered and one being written); how many may run at once is capped besides (UNVERIFIED_UPLOAD_SLOTS
+ * in preauth.ts). Beyond either an upload is refused before its body.
  */
 export const UNVERIFIED_UPLOAD_BYTES = 3 * 1024 * 1024
 
@@ -108,7 +108,7 @@ export class RequestPipeline implements RouteSteps {
     const pre = this.precheck(inbound, request)
     if (route.mode === 'upload') {
       inbound.hold ??= this.deps.preauth.open(inbound.address, 'body', await this.claimant(inbound, request))
-      inbound.hold.take(UNVERIFIED_UPLOAD_BYTES)
+      inbound.hold.takeUpload(UNVERIFIED_UPLOAD_BYTES)
       return { upload: this.pendingUpload(inbound, request, pre, headers) }
     }
     if (inbound.raw === undefined && request.body && !request.bodyUsed) {

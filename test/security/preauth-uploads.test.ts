@@ -163,3 +163,49 @@ test('unverified uploads count against the pre-auth memory budget: strangers are
   for (const res of await Promise.all([...running, fromKnown])) expect(res.status).toBe(401)
   expect(t.relay.preauth.heldBytes).toBe(0)
 })
+
+test('unverified uploads running at once are capped relay-wide and per address, whatever the memory budget; known keys have slots of their own', async () => {
+  const { PreAuthBudget, UNVERIFIED_UPLOAD_SLOTS: slots } = await import('../../src/http/preauth.ts')
+  const budget = new PreAuthBudget({ memoryBytes: 0, memoryPerAddressBytes: 0, addressPerMin: 0 }, { now: () => 0 } as never)
+  const refusal = (f: () => void) => {
+    try {
+      f()
+    } catch (err) {
+      const e = err as { status: number; headers?: Record<string, string> }
+      return `${e.status} ${e.headers?.['Retry-After'] ? 'retry' : 'no retry'}`
+    }
+    return 'taken'
+  }
+  const upload = (address: string | null, claimant: 'known' | 'stranger' = 'stranger') => {
+    const hold = budget.open(address, 'body', claimant)
+    return { hold, outcome: refusal(() => hold.takeUpload(1)) }
+  }
+  // per address: the second stranger upload from one address is refused (429), another address gets in
+  const first = upload('192.0.2.1')
+  expect(first.outcome).toBe('taken')
+  expect(upload('192.0.2.1').outcome).toBe(`429 retry`)
+  const strangers = [first]
+  for (let i = 2; i <= slots.strangers; i++) strangers.push(upload(`192.0.2.${i}`))
+  expect(strangers.map((s) => s.outcome)).toEqual(Array(slots.strangers).fill('taken'))
+  // relay-wide: every stranger slot taken, the next stranger is refused (503) from any address
+  expect(upload('198.51.100.1').outcome).toBe('503 retry')
+  expect(upload(null).outcome).toBe('503 retry')
+  // known keys use the rest, several per address, up to the cap of all
+  const known = Array.from({ length: slots.all - slots.strangers }, (_, i) => upload(`203.0.113.${1 + Math.floor(i / slots.knownPerAddress)}`, 'known'))
+  expect(known.map((k) => k.outcome)).toEqual(Array(known.length).fill('taken'))
+  expect(upload('203.0.113.200', 'known').outcome).toBe('503 retry')
+  expect(budget.unverifiedUploads).toBe(slots.all)
+  // released (verified, refused or answered), a slot is free again, and a refused hold took none;
+  // strangers count every upload running, as they do the memory budget
+  strangers[0].hold.release()
+  strangers[0].hold.release()
+  expect(budget.unverifiedUploads).toBe(slots.all - 1)
+  expect(upload('192.0.2.1').outcome).toBe('503 retry')
+  const another = upload('203.0.113.201', 'known')
+  expect(another.outcome).toBe('taken')
+  for (const k of [...known, another]) k.hold.release()
+  expect(budget.unverifiedUploads).toBe(slots.strangers - 1)
+  expect(upload('192.0.2.1').outcome).toBe('taken')
+  for (const u of strangers.slice(1)) u.hold.release()
+  expect(budget.unverifiedUploads).toBe(1)
+})
