@@ -46,6 +46,8 @@ export interface AuthDeclaration {
 /** What an upload route receives: the key that claims to sign, and the step that checks the claim. */
 export interface PendingUpload {
   claimedKey: string
+  /** The request body, cut with 408 when it arrives slower than the minimum rate (null: no body). */
+  body: ReadableStream<Uint8Array> | null
   /** Checks the signature over the streamed body's hash; resolves to the caller's key, or throws 401. */
   verify(hash: string): Promise<string>
 }

@@ -61,14 +61,16 @@ const KNOWN_RESERVE_FRACTION = 0.25
 const FAIR_SHARE_FLOOR_BYTES = 64 * 1024
 
 /**
- * How many uploads whose signature is not checked yet may stream at once, whatever the memory budget
- * says: the runtime keeps several MiB of every body it is reading (its buffers, and chunks read but not
- * yet collected), more than the budget counts per upload when they arrive at full speed. Strangers share
- * `strangers` slots, at most `strangersPerAddress` per address; uploads naming a known key may also use
- * the rest, up to `all`, at most `knownPerAddress` per address. Beyond a cap an upload is refused before
- * its body (429 for its address, 503 for the relay), like any pre-auth bound.
+ * How many uploads whose signature is not checked yet may stream at once, besides the memory budget:
+ * the runtime keeps several MiB of every body it is reading (its buffers, and chunks read but not yet
+ * collected), more than the budget counts per upload when they arrive at full speed. Strangers may start
+ * one while fewer than `strangers` run in all, at most `strangersPerAddress` per address; uploads naming
+ * a known key (an agent sending several attachments at once) up to `all`, at most `knownPerAddress` per
+ * address, the memory budget permitting; so may uploads not counted per address (exempt addresses, the
+ * operator's own machines, and in-process callers). Beyond a cap an upload is refused before its body
+ * (429 for its address, 503 for the relay), like any pre-auth bound.
  */
-export const UNVERIFIED_UPLOAD_SLOTS = { strangers: 4, strangersPerAddress: 1, all: 8, knownPerAddress: 4 } as const
+export const UNVERIFIED_UPLOAD_SLOTS = { strangers: 4, strangersPerAddress: 2, all: 16, knownPerAddress: 8 } as const
 
 /** Bytes held for one unauthenticated request or socket; grows as it buffers, released once. */
 export class PreAuthHold {
@@ -222,13 +224,14 @@ export class PreAuthBudget {
   }
 
   /**
-   * @internal PreAuthHold.takeUpload: one more unverified upload from `address` (null: an in-process
-   * caller, counted relay-wide only), or 429 / 503 when a cap of UNVERIFIED_UPLOAD_SLOTS is reached.
+   * @internal PreAuthHold.takeUpload: one more unverified upload from `address` (null: not counted per
+   * address), or 429 / 503 when a cap of UNVERIFIED_UPLOAD_SLOTS is reached.
    */
   takeUploadSlot(address: string | null, claimant: Claimant): void {
     const slots = UNVERIFIED_UPLOAD_SLOTS
     const mine = address === null ? 0 : (this.uploadsBy.get(address) ?? 0)
-    const perAddress = claimant === 'known' ? slots.knownPerAddress : slots.strangersPerAddress
+    const stranger = claimant === 'stranger' && address !== null
+    const perAddress = stranger ? slots.strangersPerAddress : slots.knownPerAddress
     if (address !== null && mine >= perAddress) {
       throw new RelayError(
         'rate_limit_exceeded',
@@ -237,7 +240,7 @@ export class PreAuthBudget {
         { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
       )
     }
-    if (this.uploadsRunning >= (claimant === 'known' ? slots.all : slots.strangers)) {
+    if (this.uploadsRunning >= (stranger ? slots.strangers : slots.all)) {
       throw new RelayError('service_unavailable', 'The relay is busy with other uploads; retry shortly', { retry_after: BUSY_RETRY_AFTER_S }, { 'Retry-After': String(BUSY_RETRY_AFTER_S) })
     }
     this.uploadsRunning++

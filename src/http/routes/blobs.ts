@@ -55,7 +55,7 @@ export function blobRoutes(blobs: BlobsService) {
       '/v1/blobs',
       async ({ upload, request, set }) => {
         const outcome = await blobs.upload({
-          body: request.body,
+          body: upload.body,
           contentLength: request.headers.get('content-length'),
           contentType: request.headers.get('content-type'),
           query: queryForUpload(request),
