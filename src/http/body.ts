@@ -1,4 +1,5 @@
 import { RelayError } from '../errors.ts'
+import type { BodyRateWatch } from '../services/blobs.ts'
 import type { PreAuthHold } from './preauth.ts'
 
 const tooLarge = (limit: number) =>
@@ -153,54 +154,24 @@ export async function readRawBody(request: Request, limit: number, opts: BodyRea
 }
 
 /**
- * `body` as a stream that errors with 408 (and cancels `body`) once it falls below the minimum rate of
- * `deadlines` — for an upload, which is streamed by its route rather than read whole. Nothing is
- * buffered: a chunk is read from `body` only when the consumer asks for one.
+ * A minimum-rate watch for a body read elsewhere (an upload, streamed by its route): told the bytes as
+ * they arrive, it aborts its signal with 408 once the body falls below the rate of `deadlines`.
  */
-export function rateWatched(body: ReadableStream<Uint8Array>, deadlines: BodyDeadlines, declaredBytes: number | null): ReadableStream<Uint8Array> {
-  const reader = body.getReader() as ReadableStreamDefaultReader<Uint8Array>
+export function watchRate(deadlines: BodyDeadlines, declaredBytes: number | null): BodyRateWatch {
+  const controller = new AbortController()
   const progress: Progress = { received: 0, expected: declaredBytes }
-  let finish = () => {}
-  const ended = new Promise<void>((resolve) => (finish = resolve))
-  let out: ReadableStreamDefaultController<Uint8Array> | undefined
-  let failed = false
-  deadlines
-    .watch(ended, () => {}, progress)
-    .catch((err) => {
-      failed = true
-      out?.error(err)
-      reader.cancel().catch(() => {})
-    })
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        out = controller
-      },
-      async pull(controller) {
-        let next
-        try {
-          next = await reader.read()
-        } catch (err) {
-          finish()
-          if (!failed) controller.error(err)
-          return
-        }
-        if (failed) return
-        if (next.done) {
-          finish()
-          controller.close()
-          return
-        }
-        progress.received += next.value.length
-        controller.enqueue(next.value)
-      },
-      cancel(reason) {
-        finish()
-        return reader.cancel(reason)
-      },
+  return {
+    signal: controller.signal,
+    onBytes: (n) => {
+      progress.received = n
     },
-    { highWaterMark: 0 },
-  )
+    start: () => {
+      let end = () => {}
+      const ended = new Promise<void>((resolve) => (end = resolve))
+      deadlines.watch(ended, () => {}, progress).catch((err) => controller.abort(err))
+      return end
+    },
+  }
 }
 
 async function readChunks(reader: ReadableStreamDefaultReader<Uint8Array>, limit: number, progress: Progress, hold?: PreAuthHold): Promise<Uint8Array> {

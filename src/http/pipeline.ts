@@ -26,7 +26,7 @@ import type { Authenticator, PrecheckedAuth } from '../services/authenticator.ts
 import type { AgentRecord } from '../services/models/records.ts'
 import type { RateLimiter } from '../services/rate-limiter.ts'
 import { withRateHeaders } from '../services/rate-limiter.ts'
-import { BodyDeadlines, rateWatched, readRawBody } from './body.ts'
+import { BodyDeadlines, readRawBody, watchRate } from './body.ts'
 import { PARSE_FAILED, type AuthDeclaration, type Inbound, type PendingUpload, type RouteSteps } from './inbound.ts'
 import { clientAddressOf, type Claimant, type PreAuthBudget } from './preauth.ts'
 
@@ -220,7 +220,7 @@ export class RequestPipeline implements RouteSteps {
     return {
       claimedKey: pre.publicKey,
       // a slot for unverified uploads is held until the end of the body: one that crawls is cut (408)
-      body: request.body && rateWatched(request.body as ReadableStream<Uint8Array>, this.uploadRate, length),
+      rate: watchRate(this.uploadRate, length),
       verify: async (hash) => {
         let caller
         try {

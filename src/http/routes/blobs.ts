@@ -55,12 +55,13 @@ export function blobRoutes(blobs: BlobsService) {
       '/v1/blobs',
       async ({ upload, request, set }) => {
         const outcome = await blobs.upload({
-          body: upload.body,
+          body: request.body,
           contentLength: request.headers.get('content-length'),
           contentType: request.headers.get('content-type'),
           query: queryForUpload(request),
           claimedKey: upload.claimedKey,
           verify: upload.verify,
+          rate: upload.rate,
         })
         Object.assign(set.headers, outcome.headers)
         set.status = outcome.created ? 201 : 200
