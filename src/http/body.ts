@@ -215,9 +215,6 @@ const LINGER_MAX_REQUESTS = 256
 let lingering = 0
 let reading = 0
 
-/** Requests whose refused body is being read and dropped, or whose answer is held open, right now (tests). */
-export const lingeringRequests = (): number => lingering
-
 const IDLE = Symbol('idle')
 const timeout = (ms: number) => {
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -265,7 +262,11 @@ export async function lingerAfter(response: Response, request: Request): Promise
       reader.cancel().catch(() => {})
       if (!ended) await timeout(LINGER_HOLD_MS).done
       lingering--
-      controller.close()
+      try {
+        controller.close()
+      } catch {
+        // the client went away meanwhile: the answer's stream is already cancelled
+      }
     },
   })
   const headers = new Headers(response.headers)
