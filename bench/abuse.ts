@@ -12,6 +12,7 @@
  *            the runtime buffers unseen by the relay) → RSS over idle.
  *  uploads   32 concurrent 100 MiB blob uploads with a garbage signature → peak RSS over the idle RSS,
  *            and % of legitimate signed sends answered 201 meanwhile.
+ *  uploadsknown  the same, each naming one of 8 keys that have an agent record (not in the default parts).
  *  ipv6      100 /64s of one /56 (through a trusted proxy on loopback, which names them in
  *            X-Forwarded-For), each a fresh key, under a new-agent limit of 20 per address per hour →
  *            how many agents they created.
@@ -305,7 +306,23 @@ async function wsFrames(binary: string): Promise<Record<string, string>> {
 }
 
 async function uploads(binary: string): Promise<Record<string, string>> {
+  return forgedUploads(binary, false)
+}
+
+/** The same, each forged upload naming one of 8 keys that have an agent record (public keys are public). */
+async function uploadsKnown(binary: string): Promise<Record<string, string>> {
+  return forgedUploads(binary, true)
+}
+
+async function forgedUploads(binary: string, namingKnownKeys: boolean): Promise<Record<string, string>> {
   const relay = (await startRelay(binary, BASE_ENV))!
+  const known = Array.from({ length: 8 }, () => nativeAgent())
+  if (namingKnownKeys) {
+    for (const a of known) {
+      const path = `/v1/agents/${a.keys.publicKey}`
+      await (await fetch(`http://127.0.0.1:${relay.port}${path}`, { headers: a.sign('GET', path, new Date().toISOString()) })).arrayBuffer()
+    }
+  }
   await Bun.sleep(1000)
   const idle = rssMiB(relay.proc.pid)
   let peak = idle
@@ -323,7 +340,8 @@ async function uploads(binary: string): Promise<Record<string, string>> {
         s.on('error', () => {})
         s.on('close', () => resolve(/^HTTP\/1\.1 (\d+)/.exec(got)?.[1] ?? 'none'))
         s.on('connect', async () => {
-          const head = Object.entries(garbageHeaders()).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+          const forged = { ...garbageHeaders(), ...(namingKnownKeys ? { 'X-M2M-Public-Key': known[i % known.length].keys.publicKey } : {}) }
+          const head = Object.entries(forged).map(([k, v]) => `${k}: ${v}\r\n`).join('')
           s.write(`POST /v1/blobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n${head}\r\n`)
           for (let sent = 0; sent < size && !s.destroyed && !got; sent += MiB) {
             if (!s.write(chunk)) await new Promise((r) => s.once('drain', r))
@@ -339,9 +357,10 @@ async function uploads(binary: string): Promise<Record<string, string>> {
   await relay.stop()
   const counts: Record<string, number> = {}
   for (const a of answers) counts[a] = (counts[a] ?? 0) + 1
+  const label = namingKnownKeys ? '32 garbage-signed 100 MiB uploads naming 8 known keys' : '32 garbage-signed 100 MiB uploads'
   return {
-    '32 garbage-signed 100 MiB uploads: peak RSS over idle': `+${fmt(peak - idle, 0)} MiB (idle ${fmt(idle, 0)}; answers ${JSON.stringify(counts)} in ${fmt(seconds, 1)} s)`,
-    'uploads: legit sends 201': `${pct(r.ok, r.total, r.statuses)}, p99 ${fmt(r.p99, 1)} ms`,
+    [`${label}: peak RSS over idle`]: `+${fmt(peak - idle, 0)} MiB (idle ${fmt(idle, 0)}; answers ${JSON.stringify(counts)} in ${fmt(seconds, 1)} s)`,
+    [`${label}: legit sends 201`]: `${pct(r.ok, r.total, r.statuses)}, p99 ${fmt(r.p99, 1)} ms`,
   }
 }
 
@@ -441,7 +460,7 @@ async function soak(binary: string): Promise<Record<string, string>> {
   }
 }
 
-const ATTACKS: Record<string, (binary: string) => Promise<Record<string, string>>> = { stalled, ws, wsframes: wsFrames, uploads, ipv6, maxagents: maxAgents, soak }
+const ATTACKS: Record<string, (binary: string) => Promise<Record<string, string>>> = { stalled, ws, wsframes: wsFrames, uploads, uploadsknown: uploadsKnown, ipv6, maxagents: maxAgents, soak }
 
 const columns: Record<string, string>[] = []
 for (const binary of binaries) {
