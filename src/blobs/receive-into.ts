@@ -93,12 +93,16 @@ export async function receiveInto(
   const reader = body?.getReader()
   let first = reader?.read()
   first?.catch(() => {})
+  // an abort (a body below the minimum rate) ends a pending read at once; the read loop then fails
+  const onAbort = () => void reader?.cancel().catch(() => {})
+  opts.signal?.addEventListener('abort', onAbort, { once: true })
   // bytes that cannot be kept from the start (a key the relay does not admit, a full quota) are only
   // hashed: no sink is even opened for them (no empty temp file, no request to a bucket)
   let sink: StagingSink | null = null
   try {
     if (!opts.keep || opts.keep(opts.declaredBytes ?? 0)) sink = await open()
   } catch (err) {
+    opts.signal?.removeEventListener('abort', onAbort)
     reader?.cancel().catch(() => {})
     throw err
   }
@@ -113,9 +117,11 @@ export async function receiveInto(
           await sink.idle()
         }
         const { done, value } = await next
+        if (opts.signal?.aborted) throw opts.signal.reason
         if (done) break
         if (value.byteLength === 0) continue
         size += value.byteLength
+        opts.onBytes?.(size)
         if (size > opts.maxBytes) throw new BlobTooLargeError(opts.maxBytes)
         hasher.update(value)
         if (sink && ((opts.keep && !opts.keep(size)) || !budget.claim(id, value.byteLength))) {
@@ -135,6 +141,8 @@ export async function receiveInto(
     await sink?.abort()
     budget.release(id)
     throw err
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort)
   }
 }
 

@@ -1,4 +1,5 @@
 import { RelayError } from '../errors.ts'
+import type { BodyRateWatch } from '../services/blobs.ts'
 import type { PreAuthHold } from './preauth.ts'
 
 const tooLarge = (limit: number) =>
@@ -152,6 +153,27 @@ export async function readRawBody(request: Request, limit: number, opts: BodyRea
   return opts.deadlines.watch(read, cancel, progress)
 }
 
+/**
+ * A minimum-rate watch for a body read elsewhere (an upload, streamed by its route): told the bytes as
+ * they arrive, it aborts its signal with 408 once the body falls below the rate of `deadlines`.
+ */
+export function watchRate(deadlines: BodyDeadlines, declaredBytes: number | null): BodyRateWatch {
+  const controller = new AbortController()
+  const progress: Progress = { received: 0, expected: declaredBytes }
+  return {
+    signal: controller.signal,
+    onBytes: (n) => {
+      progress.received = n
+    },
+    start: () => {
+      let end = () => {}
+      const ended = new Promise<void>((resolve) => (end = resolve))
+      deadlines.watch(ended, () => {}, progress).catch((err) => controller.abort(err))
+      return end
+    },
+  }
+}
+
 async function readChunks(reader: ReadableStreamDefaultReader<Uint8Array>, limit: number, progress: Progress, hold?: PreAuthHold): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   for (;;) {
@@ -170,47 +192,80 @@ async function readChunks(reader: ReadableStreamDefaultReader<Uint8Array>, limit
  * Lingering close, as nginx does it, where the runtime would not: a request that says `Connection:
  * close` and whose body the relay answers without reading (401, 413, 429, 503 before the body) would have
  * its connection closed as soon as the answer is written, with the client still writing — it then sees
- * EPIPE or ECONNRESET instead of the answer. Its answer is sent at once, then the rest of the body is read
- * and dropped before the exchange ends. (On a kept-alive connection the runtime itself reads and drops
- * the rest.) Bounded, since each costs a little memory while it reads: a body declared larger than this
- * many bytes is not waited for, nor one past this many bytes or this long, nor more than this many at
- * once; past a bound the connection is closed as before.
+ * EPIPE or ECONNRESET instead of the answer (the reset discards what the client had not read yet). So
+ * the answer is sent at once, and the connection stays open while the rest of the body comes in:
+ *
+ * - a body declared no larger than LINGER_READ_MAX_BYTES is read and dropped until it ends, the client
+ *   has sent nothing for LINGER_IDLE_MS, or LINGER_MAX_MS have passed (each chunk read is an allocation
+ *   collected later, so at most LINGER_READ_MAX_REQUESTS are read at once);
+ * - a larger body (an upload refused before its body), one that passes LINGER_READ_MAX_BYTES, or one
+ *   beyond that many at once is cancelled, after which the runtime drops its bytes as they arrive
+ *   without handing them over (no memory), and the answer is held open for LINGER_HOLD_MS: time for any
+ *   client to read its answer (it cannot be told when the client has stopped writing).
+ *
+ * On a kept-alive connection the runtime itself reads and drops the rest. Beyond LINGER_MAX_REQUESTS at
+ * once the connection is closed at once, as before.
  */
-const LINGER_MAX_BYTES = 8 * 1024 * 1024
+const LINGER_READ_MAX_BYTES = 8 * 1024 * 1024
+const LINGER_READ_MAX_REQUESTS = 16
 const LINGER_MAX_MS = 10_000
-const LINGER_MAX_REQUESTS = 16
+const LINGER_IDLE_MS = 2_000
+const LINGER_HOLD_MS = 3_000
+const LINGER_MAX_REQUESTS = 256
 let lingering = 0
+let reading = 0
+
+const IDLE = Symbol('idle')
+const timeout = (ms: number) => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const done = new Promise<typeof IDLE>((resolve) => (timer = setTimeout(resolve, ms, IDLE)))
+  return { done, clear: () => clearTimeout(timer) }
+}
 
 /** `response`, or the same answer followed by the discarded rest of `request`'s unread body (see above). */
 export async function lingerAfter(response: Response, request: Request): Promise<Response> {
   const body = request.body
   if (!body || request.bodyUsed || request.method === 'HEAD' || lingering >= LINGER_MAX_REQUESTS) return response
   if (!/\bclose\b/i.test(request.headers.get('connection') ?? '') || request.headers.has('expect')) return response
-  if (Number(request.headers.get('content-length') ?? 0) > LINGER_MAX_BYTES) return response
+  const declared = request.headers.get('content-length')
+  const read = (declared === null || Number(declared) <= LINGER_READ_MAX_BYTES) && reading < LINGER_READ_MAX_REQUESTS
   const reader = (body as ReadableStream<Uint8Array>).getReader() as ReadableStreamDefaultReader<Uint8Array>
   const answer = new Uint8Array(await response.arrayBuffer())
   lingering++
+  if (read) reading++
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
+      let ended = false
       try {
         // the whole answer first (its length is declared, so the client has it at once)
         controller.enqueue(answer)
         const started = performance.now()
-        let read = 0
-        for (;;) {
-          const { done, value } = await reader.read()
-          if (done) break
-          read += value.length
-          if (read > LINGER_MAX_BYTES || performance.now() - started > LINGER_MAX_MS) {
-            reader.cancel().catch(() => {})
+        let bytes = 0
+        while (read) {
+          const idle = timeout(LINGER_IDLE_MS)
+          const next = await Promise.race([reader.read(), idle.done])
+          idle.clear()
+          // a client that stopped writing has its answer: the connection may close without a reset
+          if (next === IDLE || next.done) {
+            ended = true
             break
           }
+          bytes += next.value.length
+          if (bytes > LINGER_READ_MAX_BYTES || performance.now() - started > LINGER_MAX_MS) break
         }
       } catch {
         // the client went away or broke the framing: nothing more to read
+        ended = true
       } finally {
-        lingering--
+        if (read) reading--
+      }
+      reader.cancel().catch(() => {})
+      if (!ended) await timeout(LINGER_HOLD_MS).done
+      lingering--
+      try {
         controller.close()
+      } catch {
+        // the client went away meanwhile: the answer's stream is already cancelled
       }
     },
   })

@@ -6,6 +6,7 @@
 import type { RelayError } from '../errors.ts'
 import type { PrecheckedAuth } from '../services/authenticator.ts'
 import type { AgentRecord } from '../services/models/records.ts'
+import type { BodyRateWatch } from '../services/blobs.ts'
 import type { PreAuthHold } from './preauth.ts'
 
 export interface Inbound {
@@ -46,6 +47,8 @@ export interface AuthDeclaration {
 /** What an upload route receives: the key that claims to sign, and the step that checks the claim. */
 export interface PendingUpload {
   claimedKey: string
+  /** The minimum-rate watch over the body (408 when it arrives too slowly), for the blob service. */
+  rate: BodyRateWatch
   /** Checks the signature over the streamed body's hash; resolves to the caller's key, or throws 401. */
   verify(hash: string): Promise<string>
 }

@@ -4,7 +4,8 @@
  * 1. `begin` — a request id, the client address the server saw.
  * 2. `readBody` (the route's parse step) — for signed routes, the address's request rate and the
  *    signature headers' shape and timestamp window, before a body byte is read; then the body, held
- *    against the pre-auth budget and read within its deadline. Upload bodies are left to the route.
+ *    against the pre-auth budget and read within its deadline. Upload bodies are left to the route (cut
+ *    only when they arrive slower than the minimum rate).
  * 3. `authorize` (the route's resolve step) — HEAD only where declared; the signature over the exact
  *    body bytes, the operator check, path parameters, the general per-agent rate limit. Hands the route
  *    its typed `caller` (or `upload`).
@@ -25,7 +26,7 @@ import type { Authenticator, PrecheckedAuth } from '../services/authenticator.ts
 import type { AgentRecord } from '../services/models/records.ts'
 import type { RateLimiter } from '../services/rate-limiter.ts'
 import { withRateHeaders } from '../services/rate-limiter.ts'
-import { BodyDeadlines, readRawBody } from './body.ts'
+import { BodyDeadlines, readRawBody, watchRate } from './body.ts'
 import { PARSE_FAILED, type AuthDeclaration, type Inbound, type PendingUpload, type RouteSteps } from './inbound.ts'
 import { clientAddressOf, type Claimant, type PreAuthBudget } from './preauth.ts'
 
@@ -35,8 +36,8 @@ export const MAX_JSON_REQUEST_BYTES = 2 * 1024 * 1024
 /**
  * What one upload whose signature is not verified yet counts against the pre-auth budget: about what it
  * keeps in process memory while it streams to disk (the runtime's current chunk, one write batch being
- * gathered and one being written). So the budget also caps how many run at once: with the defaults, 10
- * from strangers, 13 in all, at most 2 per address; beyond that an upload is refused before its body.
+ * gathered and one being written); how many may run at once is capped besides (UNVERIFIED_UPLOAD_SLOTS
+ * in preauth.ts). Beyond either an upload is refused before its body.
  */
 export const UNVERIFIED_UPLOAD_BYTES = 3 * 1024 * 1024
 
@@ -64,6 +65,8 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
 
 export class RequestPipeline implements RouteSteps {
   private readonly deadlines: BodyDeadlines | undefined
+  /** Uploads have no whole-body deadline (a large one over a slow link takes long), only the minimum rate. */
+  private readonly uploadRate = new BodyDeadlines(Number.POSITIVE_INFINITY)
 
   constructor(private readonly deps: PipelineDeps) {
     this.deadlines = deps.bodyTimeoutMs > 0 ? new BodyDeadlines(deps.bodyTimeoutMs) : undefined
@@ -108,7 +111,7 @@ export class RequestPipeline implements RouteSteps {
     const pre = this.precheck(inbound, request)
     if (route.mode === 'upload') {
       inbound.hold ??= this.deps.preauth.open(inbound.address, 'body', await this.claimant(inbound, request))
-      inbound.hold.take(UNVERIFIED_UPLOAD_BYTES)
+      inbound.hold.takeUpload(UNVERIFIED_UPLOAD_BYTES)
       return { upload: this.pendingUpload(inbound, request, pre, headers) }
     }
     if (inbound.raw === undefined && request.body && !request.bodyUsed) {
@@ -212,8 +215,12 @@ export class RequestPipeline implements RouteSteps {
   private pendingUpload(inbound: Inbound, request: Request, pre: PrecheckedAuth, headers: Record<string, string>): PendingUpload {
     const { authenticator, limiter, clock } = this.deps
     const target = pathWithQuery(request.url)
+    const declared = request.headers.get('content-length')
+    const length = declared !== null && /^\d+$/.test(declared) ? Number(declared) : null
     return {
       claimedKey: pre.publicKey,
+      // a slot for unverified uploads is held until the end of the body: one that crawls is cut (408)
+      rate: watchRate(this.uploadRate, length),
       verify: async (hash) => {
         let caller
         try {

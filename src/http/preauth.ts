@@ -60,10 +60,23 @@ const KNOWN_RESERVE_FRACTION = 0.25
 /** An address may always hold this much, however many addresses share the budget (one small body). */
 const FAIR_SHARE_FLOOR_BYTES = 64 * 1024
 
+/**
+ * How many uploads whose signature is not checked yet may stream at once, besides the memory budget:
+ * the runtime keeps several MiB of every body it is reading (its buffers, and chunks read but not yet
+ * collected), more than the budget counts per upload when they arrive at full speed. Strangers may start
+ * one while fewer than `strangers` run in all, at most `strangersPerAddress` per address; uploads naming
+ * a known key (an agent sending several attachments at once) up to `all`, at most `knownPerAddress` per
+ * address, the memory budget permitting; so may uploads not counted per address (exempt addresses, the
+ * operator's own machines, and in-process callers). Beyond a cap an upload is refused before its body
+ * (429 for its address, 503 for the relay), like any pre-auth bound.
+ */
+export const UNVERIFIED_UPLOAD_SLOTS = { strangers: 4, strangersPerAddress: 2, all: 16, knownPerAddress: 8 } as const
+
 /** Bytes held for one unauthenticated request or socket; grows as it buffers, released once. */
 export class PreAuthHold {
   private bytes = 0
   private released = false
+  private upload = false
   private readonly key: string | null
 
   constructor(
@@ -82,6 +95,23 @@ export class PreAuthHold {
     this.bytes += n
   }
 
+  /**
+   * Holds one of the slots for unverified uploads (UNVERIFIED_UPLOAD_SLOTS) and `n` bytes, or throws
+   * 429 / 503 and holds nothing more; the slot is given back with the bytes, on release.
+   */
+  takeUpload(n: number): void {
+    if (this.released) throw new Error('pre-auth hold used after release')
+    if (this.upload) throw new Error('pre-auth hold already holds an upload slot')
+    this.budget.takeUploadSlot(this.address, this.claimant)
+    try {
+      this.take(n)
+    } catch (err) {
+      this.budget.giveUploadSlot(this.address)
+      throw err
+    }
+    this.upload = true
+  }
+
   /** Bytes held now. */
   get heldBytes(): number {
     return this.bytes
@@ -92,6 +122,7 @@ export class PreAuthHold {
     this.released = true
     this.budget.give(this.key, this.kind, this.bytes)
     this.bytes = 0
+    if (this.upload) this.budget.giveUploadSlot(this.address)
   }
 }
 
@@ -102,6 +133,9 @@ export class PreAuthBudget {
   /** Addresses holding some bytes for request bodies (the fair share divides among them). */
   private bodyHolders = 0
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
+  /** Unverified uploads streaming now, over all and per address (see UNVERIFIED_UPLOAD_SLOTS). */
+  private uploadsRunning = 0
+  private readonly uploadsBy = new Map<string, number>()
 
   constructor(
     private readonly limits: PreAuthLimits,
@@ -116,6 +150,11 @@ export class PreAuthBudget {
   /** Bytes held right now (health, tests). */
   get heldBytes(): number {
     return this.total
+  }
+
+  /** Unverified uploads streaming right now (health, tests). */
+  get unverifiedUploads(): number {
+    return this.uploadsRunning
   }
 
   heldBy(address: string, kind: HoldKind = 'body'): number {
@@ -182,6 +221,39 @@ export class PreAuthBudget {
     if (key === null || n === 0) return
     if (mine === 0 && kind === 'body') this.bodyHolders++
     this.perAddress.set(key, mine + n)
+  }
+
+  /**
+   * @internal PreAuthHold.takeUpload: one more unverified upload from `address` (null: not counted per
+   * address), or 429 / 503 when a cap of UNVERIFIED_UPLOAD_SLOTS is reached.
+   */
+  takeUploadSlot(address: string | null, claimant: Claimant): void {
+    const slots = UNVERIFIED_UPLOAD_SLOTS
+    const mine = address === null ? 0 : (this.uploadsBy.get(address) ?? 0)
+    const stranger = claimant === 'stranger' && address !== null
+    const perAddress = stranger ? slots.strangersPerAddress : slots.knownPerAddress
+    if (address !== null && mine >= perAddress) {
+      throw new RelayError(
+        'rate_limit_exceeded',
+        `Too many unverified uploads in progress from your address: at most ${perAddress} at once; retry shortly`,
+        { limit: perAddress, retry_after: BUSY_RETRY_AFTER_S },
+        { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
+      )
+    }
+    if (this.uploadsRunning >= (stranger ? slots.strangers : slots.all)) {
+      throw new RelayError('service_unavailable', 'The relay is busy with other uploads; retry shortly', { retry_after: BUSY_RETRY_AFTER_S }, { 'Retry-After': String(BUSY_RETRY_AFTER_S) })
+    }
+    this.uploadsRunning++
+    if (address !== null) this.uploadsBy.set(address, mine + 1)
+  }
+
+  /** @internal PreAuthHold.release, for a hold that took an upload slot. */
+  giveUploadSlot(address: string | null): void {
+    this.uploadsRunning--
+    if (address === null) return
+    const left = (this.uploadsBy.get(address) ?? 0) - 1
+    if (left > 0) this.uploadsBy.set(address, left)
+    else this.uploadsBy.delete(address)
   }
 
   /** @internal PreAuthHold.release */

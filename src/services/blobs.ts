@@ -55,6 +55,17 @@ export interface UploadInput {
   claimedKey: string
   /** docs/protocol.md §1.2 steps 3–5 over the streamed body hash; resolves with the caller's public key. */
   verify: (bodyHashBase64Url: string) => Promise<string>
+  /** Watches the body's rate while it is received: told its bytes, aborts a body that arrives too slowly. */
+  rate?: BodyRateWatch
+}
+
+/** A minimum-rate watch over one upload's body (the request pipeline's). */
+export interface BodyRateWatch {
+  /** Starts the watch; the returned function ends it (once the body is received or has failed). */
+  start(): () => void
+  onBytes(receivedBytes: number): void
+  /** Aborted with the error to answer (408) when the body falls below the rate. */
+  signal: AbortSignal
 }
 
 export interface UploadOutcome {
@@ -143,11 +154,15 @@ export class BlobsService {
       return refusal === null
     }
     let staged: StagedBlob
+    const { rate } = input
+    const stopWatching = rate?.start()
     try {
-      staged = await this.store.receive(input.body, { maxBytes: maxSizeBytes, keep, declaredBytes: declared })
+      staged = await this.store.receive(input.body, { maxBytes: maxSizeBytes, keep, declaredBytes: declared, onBytes: rate?.onBytes, signal: rate?.signal })
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw this.tooLarge()
       throw err
+    } finally {
+      stopWatching?.()
     }
     try {
       const owner = await input.verify(staged.hashBase64Url).catch((err) => {

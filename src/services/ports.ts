@@ -374,6 +374,10 @@ export interface ReceiveOptions {
   keep?: (receivedBytes: number) => boolean
   /** The size the request declares (Content-Length), when it does; at most `maxBytes`. */
   declaredBytes?: number | null
+  /** Told the count of bytes received so far, as they arrive (a minimum-rate watch). */
+  onBytes?: (receivedBytes: number) => void
+  /** Once aborted, the upload stops (its reader cancelled) and fails with the signal's reason. */
+  signal?: AbortSignal
 }
 
 /** Bytes received and hashed but not yet stored under their hash. */

@@ -163,3 +163,71 @@ test('unverified uploads count against the pre-auth memory budget: strangers are
   for (const res of await Promise.all([...running, fromKnown])) expect(res.status).toBe(401)
   expect(t.relay.preauth.heldBytes).toBe(0)
 })
+
+test('unverified uploads running at once are capped relay-wide and per address, whatever the memory budget; known keys have slots of their own', async () => {
+  const { PreAuthBudget, UNVERIFIED_UPLOAD_SLOTS: slots } = await import('../../src/http/preauth.ts')
+  const budget = new PreAuthBudget({ memoryBytes: 0, memoryPerAddressBytes: 0, addressPerMin: 0 }, { now: () => 0 })
+  const refusal = (f: () => void) => {
+    try {
+      f()
+    } catch (err) {
+      const e = err as { status: number; headers?: Record<string, string> }
+      return `${e.status} ${e.headers?.['Retry-After'] ? 'retry' : 'no retry'}`
+    }
+    return 'taken'
+  }
+  const upload = (address: string | null, claimant: 'known' | 'stranger' = 'stranger') => {
+    const hold = budget.open(address, 'body', claimant)
+    return { hold, outcome: refusal(() => hold.takeUpload(1)) }
+  }
+  // per address: past its share of stranger uploads an address is refused (429), another gets in
+  const strangers = Array.from({ length: slots.strangersPerAddress }, () => upload('192.0.2.1'))
+  expect(upload('192.0.2.1').outcome).toBe('429 retry')
+  let n = 2
+  while (strangers.length < slots.strangers) strangers.push(upload(`192.0.2.${n++}`))
+  expect(strangers.map((s) => s.outcome)).toEqual(Array(slots.strangers).fill('taken'))
+  // relay-wide: every stranger slot taken, the next stranger is refused (503) from any address
+  expect(upload('198.51.100.1').outcome).toBe('503 retry')
+  // known keys, and callers not counted per address (exempt addresses, in process), use the rest
+  const known = Array.from({ length: slots.all - slots.strangers - 1 }, (_, i) => upload(`203.0.113.${1 + Math.floor(i / slots.knownPerAddress)}`, 'known'))
+  known.push(upload(null))
+  expect(known.map((k) => k.outcome)).toEqual(Array(known.length).fill('taken'))
+  expect(upload('203.0.113.200', 'known').outcome).toBe('503 retry')
+  expect(upload(null).outcome).toBe('503 retry')
+  expect(budget.unverifiedUploads).toBe(slots.all)
+  // released (verified, refused or answered), a slot is free again, and a refused hold took none;
+  // strangers count every upload running, as they do the memory budget
+  strangers[0].hold.release()
+  strangers[0].hold.release()
+  expect(budget.unverifiedUploads).toBe(slots.all - 1)
+  expect(upload('192.0.2.1').outcome).toBe('503 retry')
+  const another = upload('203.0.113.201', 'known')
+  expect(another.outcome).toBe('taken')
+  for (const k of [...known, another]) k.hold.release()
+  expect(budget.unverifiedUploads).toBe(slots.strangers - 1)
+  expect(upload('192.0.2.1').outcome).toBe('taken')
+  for (const u of strangers.slice(1)) u.hold.release()
+  expect(budget.unverifiedUploads).toBe(1)
+})
+
+test('an upload that arrives slower than the minimum body rate is cut with 408 and gives back its slot and budget', async () => {
+  const t = await startTestRelay()
+  open.push(t)
+  let sent = 0
+  // 1 KiB, then a byte a second: a slot held for as long as the client likes, were there no minimum rate
+  const crawling = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent > 0) await Bun.sleep(1000)
+      controller.enqueue(new Uint8Array(sent === 0 ? KiB : 1))
+      sent++
+    },
+  })
+  const pending = t.handle(uploadRequest(t, generateKeyPair(), new Uint8Array(0), { body: crawling, signedBytes: randomBytes(16) }))
+  await until(() => t.relay.preauth.unverifiedUploads === 1, 3000, 'the upload holds a slot')
+  const res = await pending
+  expect(res.status).toBe(408)
+  expect((await json(res)).error.code).toBe('request_timeout')
+  expect(t.relay.preauth.unverifiedUploads).toBe(0)
+  expect(t.relay.preauth.heldBytes).toBe(0)
+  expect(tempBytes(t)).toBe(0)
+})

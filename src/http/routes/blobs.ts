@@ -61,6 +61,7 @@ export function blobRoutes(blobs: BlobsService) {
           query: queryForUpload(request),
           claimedKey: upload.claimedKey,
           verify: upload.verify,
+          rate: upload.rate,
         })
         Object.assign(set.headers, outcome.headers)
         set.status = outcome.created ? 201 : 200
