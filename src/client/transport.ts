@@ -109,6 +109,11 @@ export function buildQuery(query?: Query): string {
   return text ? `?${text}` : ''
 }
 
+/** 429, or 503 with Retry-After: the relay refused before doing anything and says when to come back. */
+function isRetryable(res: Response): boolean {
+  return res.status === 429 || (res.status === 503 && res.headers.has('retry-after'))
+}
+
 /** Seconds of a Retry-After header (delta-seconds or an HTTP date) in ms; null when absent or unreadable. */
 export function retryAfterMs(header: string | null, now = Date.now()): number | null {
   if (header === null || header.trim() === '') return null
@@ -202,13 +207,14 @@ export class Transport {
 
   /**
    * Sends `build()` — called again for each attempt, so every attempt is signed afresh — and retries
-   * answers 429 after their Retry-After while `rateLimitRetry` allows. Returns the last answer as is.
+   * answers 429, and 503 with a Retry-After (the relay is busy: nothing was done), after their
+   * Retry-After while `rateLimitRetry` allows. Returns the last answer as is.
    */
   async sendWithRetry(method: string, pathWithQuery: string, build: () => Request, opts: { prelude?: boolean } = {}): Promise<Response> {
     if (opts.prelude !== false) await this.prelude()
     for (let attempt = 1; ; attempt++) {
       const res = await this.fetchFn(build())
-      if (res.status !== 429 || attempt > this.rateLimitRetry.retries) return res
+      if (!isRetryable(res) || attempt > this.rateLimitRetry.retries) return res
       const waitMs = retryAfterMs(res.headers.get('retry-after')) ?? 1000
       if (waitMs > this.rateLimitRetry.maxWaitMs) return res
       await res.body?.cancel().catch(() => {})

@@ -106,6 +106,44 @@ describe('429', () => {
   })
 })
 
+describe('503 with Retry-After', () => {
+  test('is waited out and sent again, freshly signed; a 503 without Retry-After is the error at once', async () => {
+    const to = generateKeyPair().publicKey
+    const seen: number[] = []
+    const signatures = new Set<string>()
+    let busy = 1
+    const client = new RelayClient({
+      baseUrl: BASE_URL,
+      keys: generateKeyPair(),
+      now: () => t.clock.now(),
+      encryption: { autoEncrypt: false },
+      // the first attempt finds the relay busy, as when its pre-auth budget is full: refused unread
+      fetch: async (req) => {
+        signatures.add(req.headers.get('x-m2m-signature') ?? '')
+        if (busy-- > 0) {
+          seen.push(503)
+          return new Response(JSON.stringify({ error: { code: 'service_unavailable', message: 'busy', request_id: 'req_x' } }), { status: 503, headers: { 'retry-after': '0', 'x-request-id': 'req_x' } })
+        }
+        const res = await t.relay.handle(req)
+        seen.push(res.status)
+        return res
+      },
+    })
+    t.clock.advance(60_000)
+    expect((await client.send({ recipient_key: to, body: 1 })).status).toBe('sent')
+    expect(seen).toEqual([503, 201])
+    expect(signatures.size).toBe(2)
+    const once = new RelayClient({
+      baseUrl: BASE_URL,
+      keys: generateKeyPair(),
+      now: () => t.clock.now(),
+      encryption: { autoEncrypt: false },
+      fetch: async () => new Response(JSON.stringify({ error: { code: 'service_unavailable', message: 'down', request_id: 'req_y' } }), { status: 503, headers: { 'x-request-id': 'req_y' } }),
+    })
+    expect(await once.send({ recipient_key: to, body: 2 }).catch((e) => e)).toMatchObject({ status: 503, code: 'service_unavailable' })
+  })
+})
+
 describe('wrong addresses', () => {
   test('nothing listening: RelayConnectionError naming the URL and where to change it', async () => {
     const url = `http://127.0.0.1:${await freePort()}`
