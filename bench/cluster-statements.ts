@@ -15,19 +15,12 @@
  */
 import { rmSync } from 'node:fs'
 import { SQL } from 'bun'
-import { BINARY, benchSize, ensureBinary, fmt, makeAgents, runLoad, startRelayBinary } from './lib.ts'
-import { findPostgres, startPostgres } from '../test/support/postgres.ts'
-import { startS3Server } from '../test/support/s3.ts'
+import { BINARY, benchSize, fmt, makeAgents, runLoad, startRelayBinary } from './lib.ts'
+import { signedSends, startClusterServices } from './cluster-lib.ts'
 
 const SENDS = benchSize('BENCH_SENDS', 1000, 1000)
 
-ensureBinary()
-const node = Bun.which('node')
-if (!node) throw new Error('node is needed to run s3rver')
-const pgBin = findPostgres()
-if (!pgBin) throw new Error("PostgreSQL's binaries are needed (Debian: apt-get install postgresql)")
-const pg = await startPostgres(pgBin)
-const s3 = await startS3Server(node)
+const { pg, s3 } = await startClusterServices()
 
 async function withStatements() {
   const admin = new SQL({ url: pg.url, max: 1 })
@@ -40,16 +33,6 @@ async function withStatements() {
   await again.close()
 }
 
-type Agent = ReturnType<typeof makeAgents>[number]
-
-function signedSends(senders: Agent[], recipients: Agent[], total: number) {
-  const timestamp = new Date().toISOString()
-  return Array.from({ length: total }, (_, i) => {
-    const body = JSON.stringify({ recipient_key: recipients[i % recipients.length].keys.publicKey, body: { seq: i } })
-    const s = senders[i % senders.length]
-    return { body, headers: { ...s.sign('POST', '/v1/messages', timestamp, body), 'content-type': 'application/json' } }
-  })
-}
 
 async function run(limits: boolean, inFlight: number) {
   const name = `stmts_${limits ? 'limits' : 'nolimits'}_${inFlight}`

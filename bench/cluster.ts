@@ -21,9 +21,8 @@
  *    same rate warms the connections and is not measured.
  */
 import { rmSync } from 'node:fs'
-import { BINARY, benchSize, ensureBinary, fmt, makeAgents, openAgentSocket, percentile, runLoad, startRelayBinary } from './lib.ts'
-import { findPostgres, startPostgres } from '../test/support/postgres.ts'
-import { startS3Server } from '../test/support/s3.ts'
+import { BINARY, benchSize, fmt, makeAgents, openAgentSocket, percentile, runLoad, startRelayBinary } from './lib.ts'
+import { signedSends, startClusterServices } from './cluster-lib.ts'
 
 const SENDS = benchSize('BENCH_SENDS', 6000, 1500)
 const RATE = benchSize('BENCH_RATE', 1000, 500)
@@ -31,15 +30,7 @@ const SECONDS = benchSize('BENCH_SECONDS', 10, 3)
 /** One part only: throughput | latency. */
 const ONLY = process.env.BENCH_ONLY
 
-type Agent = ReturnType<typeof makeAgents>[number]
-
-ensureBinary()
-const node = Bun.which('node')
-if (!node) throw new Error('node is needed to run s3rver')
-const pgBin = findPostgres()
-if (!pgBin) throw new Error("PostgreSQL's binaries are needed (Debian: apt-get install postgresql)")
-const pg = await startPostgres(pgBin)
-const s3 = await startS3Server(node)
+const { pg, s3 } = await startClusterServices()
 
 async function cluster(n: number, database: string) {
   const url = await pg.createDatabase(database)
@@ -66,14 +57,6 @@ async function cluster(n: number, database: string) {
   return { instances, stop }
 }
 
-function signedSends(senders: Agent[], recipients: Agent[], total: number) {
-  const timestamp = new Date().toISOString()
-  return Array.from({ length: total }, (_, i) => {
-    const body = JSON.stringify({ recipient_key: recipients[i % recipients.length].keys.publicKey, body: { seq: i } })
-    const s = senders[i % senders.length]
-    return { body, headers: { ...s.sign('POST', '/v1/messages', timestamp, body), 'content-type': 'application/json' } }
-  })
-}
 
 async function throughput(n: number) {
   const c = await cluster(n, `bench_send_${n}`)

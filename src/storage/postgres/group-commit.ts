@@ -14,15 +14,8 @@
  * runs as a plain transaction.
  */
 import type { SQL } from 'bun'
+import { settleJobs, type UnitJob as Job } from '../unit-job.ts'
 
-interface Job<S> {
-  fn: (tx: S) => Promise<unknown>
-  resolve: (value: any) => void
-  reject: (err: unknown) => void
-  ok?: boolean
-  value?: unknown
-  error?: unknown
-}
 
 /** Runs `fn` as one transaction (retries, error mapping and after-commit steps included). */
 export type RunTransaction<S> = <T>(fn: (tx: S, db: SQL) => Promise<T>) => Promise<T>
@@ -120,10 +113,7 @@ export class PgGroupCommit<S> {
       return
     }
     this.settled(batch)
-    for (const job of batch) {
-      if (job.ok) job.resolve(job.value)
-      else job.reject(job.error)
-    }
+    settleJobs(batch)
   }
 
   private settled(batch: Job<S>[]): void {

@@ -30,15 +30,8 @@
 import type { Database, Statement } from 'bun:sqlite'
 import { RelayError } from '../../errors.ts'
 import { databaseBusy, mapSqliteError, sqliteCode } from './errors.ts'
+import { settleJobs, type UnitJob as Job } from '../unit-job.ts'
 
-interface Job<S> {
-  fn: (tx: S) => Promise<unknown>
-  resolve: (value: any) => void
-  reject: (err: unknown) => void
-  ok?: boolean
-  value?: unknown
-  error?: unknown
-}
 
 export interface UnitOfWorkOptions {
   /** How long writes wait for another process's write lock before failing with 503. */
@@ -164,12 +157,7 @@ export class SqliteUnitOfWork<S> {
     this.stats.units += batch.length
     const steps = this.afterCommit.splice(0)
     for (const step of steps) step()
-    const settle = () => {
-      for (const job of batch) {
-        if (job.ok) job.resolve(job.value)
-        else job.reject(job.error)
-      }
-    }
+    const settle = () => settleJobs(batch)
     if (!this.opts.sync) return settle()
     const synced = this.opts.sync().then(settle, (err) => {
       this.stats.sync_failures++
