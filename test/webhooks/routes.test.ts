@@ -25,7 +25,7 @@ describe('happy path', () => {
     expect(await a.getWebhook()).toEqual(created)
 
     // a webhook that failed and was disabled comes back enabled with no failures
-    t.relay.sqlite!.run('UPDATE webhooks SET enabled = 0, consecutive_failures = 3 WHERE public_key = ?', [a.publicKey])
+    await t.sql('UPDATE webhooks SET enabled = FALSE, consecutive_failures = 3 WHERE public_key = ?', [a.publicKey])
     expect(await a.getWebhook()).toMatchObject({ enabled: false, consecutive_failures: 3 })
     t.clock.advance(5000)
     const replaced = await a.setWebhook('http://other.example:8080/in?x=1', secret())
@@ -43,7 +43,7 @@ describe('happy path', () => {
     const a = t.client()
     const s = secret()
     await a.setWebhook('https://agent.example/hook', s)
-    const stored = t.relay.sqlite!.query<{ secret: string }, [string]>('SELECT secret FROM webhooks WHERE public_key = ?').get(a.publicKey)
+    const [stored] = await t.sql<{ secret: string }>('SELECT secret FROM webhooks WHERE public_key = ?', [a.publicKey])
     expect(stored?.secret).toBe(s)
   })
 })
