@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import type { OpenedStorage } from '../open-storage.ts'
 import { LINK_APPLICATION_PREFIX, PostgresConnectionRegistry } from './connection-registry.ts'
+import { readMigrateMark } from './migrate-mark.ts'
 import { migrate } from './migrate.ts'
 import { PostgresSignals } from './signals.ts'
 import { PostgresStorage } from './postgres-storage.ts'
@@ -92,6 +93,15 @@ export async function openPostgres(
   } catch (err) {
     await sql.close().catch(() => {})
     throw new Error(`database ${describeDatabase(url)} could not be migrated: ${reason(err, url)}`)
+  }
+  if (!opts.tool) {
+    const mark = await readMigrateMark(sql).catch(() => null)
+    if (mark) {
+      await sql.close().catch(() => {})
+      throw new Error(
+        `database ${describeDatabase(url)} holds an unfinished \`relay migrate\` (started ${mark.started_at} from ${mark.source}): run \`relay migrate --to …\` again with the same source to finish it, then start the relay`,
+      )
+    }
   }
   const instanceId = randomUUID()
   const connections = new PostgresConnectionRegistry(sql, instanceId, opts.clock, opts.logger, opts.heartbeatMs)
