@@ -63,7 +63,7 @@ export function synchronousCommitPromise(setting: string): { level: 'info' | 'wa
 
 export async function openPostgres(
   url: string,
-  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number; signalProbeMs?: number; poolSize?: number },
+  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number; linkGraceMs?: number; signalProbeMs?: number; poolSize?: number },
 ): Promise<OpenedStorage> {
   const poolSize = opts.tool ? 2 : (opts.poolSize ?? DEFAULT_POOL_SIZE)
   const sql = new SQL({
@@ -104,7 +104,7 @@ export async function openPostgres(
     }
   }
   const instanceId = randomUUID()
-  const connections = new PostgresConnectionRegistry(sql, instanceId, opts.clock, opts.logger, opts.heartbeatMs)
+  const connections = new PostgresConnectionRegistry(sql, instanceId, opts.clock, opts.logger, opts.heartbeatMs, opts.linkGraceMs)
   let signals: PostgresSignals | null = null
   const storage = new PostgresStorage(sql, {
     logger: opts.logger,
