@@ -13,6 +13,20 @@ import { findPostgres } from '../test/support/postgres.ts'
 /** Folders whose tests drive in-process relays through the API. */
 const SUITES = ['acl', 'admin', 'admission', 'agents', 'auth', 'blobs', 'discovery', 'errors', 'messages', 'realtime', 'security', 'webhooks']
 
+/** Files of other folders that drive in-process relays (their neighbours drive the binary, or no relay). */
+const FILES = [
+  'client/encryption.test.ts',
+  'client/errors.test.ts',
+  'console/operator-chart.test.ts',
+  'console/traffic.test.ts',
+  'cli/declaration.test.ts',
+  'cli/key-file.test.ts',
+  'cli/realtime-commands.test.ts',
+  'fuzz/fuzz.test.ts',
+  'ops/metrics.test.ts',
+  'docs/openapi.test.ts',
+]
+
 /** Files of those folders that run once only (on SQLite), and why: SQLite internals, or no storage at all. */
 export const FIRST_RUN_ONLY: Record<string, string> = {
   'discovery/index-maintenance.test.ts': "SQLite's trigger-maintained FTS5 and tag indexes, and its own schema upgrade",
@@ -31,7 +45,7 @@ const files = SUITES.flatMap((dir) =>
   readdirSync(join(root, 'test', dir))
     .filter((f) => f.endsWith('.test.ts') && !(`${dir}/${f}` in FIRST_RUN_ONLY))
     .map((f) => `./test/${dir}/${f}`),
-)
+).concat(FILES.map((f) => `./test/${f}`))
 
 if (!findPostgres()) {
   const line = 'API suites on PostgreSQL: skipped, postgresql is not installed (bash .ci/run installs it)'
