@@ -91,6 +91,25 @@ describe('422 unprocessable_entity naming the blob ids', () => {
     expect(e.details.blob_ids).toEqual([x.blob_id])
   })
 
+  test('a send attaching a blob and its owner deleting it at the same moment: one of the two wins, never both', async () => {
+    const a = t.client()
+    const b = t.client()
+    const outcomes = new Set<string>()
+    for (let i = 0; i < 40; i++) {
+      const x = await uploadText(a, `contested ${i} ${Math.random()}`)
+      const [sent, deleted] = await Promise.all([
+        rawSend(a, { recipient_key: b.publicKey, attachments: [{ blob_id: x.blob_id }] }),
+        a.transport.send('DELETE', `/v1/blobs/${x.blob_id}`),
+      ])
+      const outcome = `${sent.status}/${deleted.status}`
+      outcomes.add(outcome)
+      // sent first: the delete is refused (409 blob_referenced) and the recipient can read it; deleted
+      // first: the send is refused (422)
+      expect(['201/409', '422/204']).toContain(outcome)
+      if (sent.status === 201) expect((await b.downloadBlob(x.blob_id)).status).toBe(200)
+    }
+  }, 30_000)
+
   // SQLite only: the delete must land between the send's check and its commit, which a synchronous
   // write to the file does; on PostgreSQL a statement from outside cannot be placed there
   sqliteOnly('a blob deleted between the check and the commit refuses the send in its transaction', async () => {

@@ -56,7 +56,14 @@ export class PgBlobRecordStore implements BlobRecordStore {
     )
   }
 
+  /**
+   * Whether an unexpired message attaches the blob. The blob's row is locked first, and the links are
+   * read by a statement of their own after it: a send attaching the blob holds that row (it extends the
+   * blob's expiry) until it commits, so its links are seen here — a delete in the same transaction
+   * cannot remove a blob that a send has just attached (SQLite's single writer gives the same order).
+   */
   async isReferenced(blobId: string, now: number): Promise<boolean> {
+    await exec(this.db, `SELECT 1 FROM blobs WHERE blob_id = $1 FOR UPDATE`, [blobId])
     return (await one(this.db, `SELECT 1 AS one FROM message_blobs WHERE blob_id = $1 AND expires_at > $2 LIMIT 1`, [blobId, now])) !== null
   }
 
