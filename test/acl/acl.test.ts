@@ -118,6 +118,21 @@ describe('errors', () => {
     expect((await put(a, unknownKey(), { entry_type: 'allow' })).status).toBe(201)
   })
 
+  test('the limit holds for PUTs at the same moment: 10,000 entries, never more', async () => {
+    const a = await agent(t)
+    const now = t.clock.now()
+    for (let from = 0; from < 9_998; from += 500) {
+      const ids = Array.from({ length: Math.min(500, 9_998 - from) }, (_, i) => `peer${String(from + i).padStart(39, '0')}`)
+      await t.sql(
+        `INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES ${ids.map(() => "(?, ?, 'block', ?, ?)").join(', ')}`,
+        ids.flatMap((id) => [a.publicKey, id, now, now]),
+      )
+    }
+    const statuses = (await Promise.all(Array.from({ length: 6 }, () => put(a, unknownKey(), { entry_type: 'allow' })))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([201, 201, 422, 422, 422, 422])
+    expect(await t.sql('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?', [a.publicKey])).toEqual([{ n: 10_000 }])
+  })
+
   test('wrong method on an ACL path → 404 not_found', async () => {
     const a = await agent(t)
     await expectError(await a.transport.send('POST', aclPath(a.publicKey)), 404, 'not_found')

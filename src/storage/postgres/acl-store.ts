@@ -24,7 +24,13 @@ export class PgAclStore implements AclStore {
       : rows<AclRecord>(this.db, `SELECT ${COLUMNS} FROM acl_entries WHERE owner_key = $1 ORDER BY id DESC`, [ownerKey])
   }
 
+  /**
+   * The owner's entries. In a transaction the count holds until it commits: a lock on the owner's key
+   * makes a count-then-insert of two requests at the same moment take turns (as SQLite's single writer
+   * does), so a limit checked on the count cannot be passed.
+   */
   async count(ownerKey: string): Promise<number> {
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.acl:${ownerKey}`])
     return (await one<{ n: number }>(this.db, `SELECT count(*)::int AS n FROM acl_entries WHERE owner_key = $1`, [ownerKey]))?.n ?? 0
   }
 
