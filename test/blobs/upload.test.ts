@@ -179,6 +179,19 @@ describe('507 insufficient_storage', () => {
     await expectError(await rawUpload(t, a, randomContent(1)), 507, 'insufficient_storage')
   })
 
+  test('uploads at the same moment: the quota holds, and identical bytes make one record', async () => {
+    const a = t.client()
+    // 4 × 60 KiB against a 200 KiB quota: 3 fit, the 4th is refused, whatever their order
+    const parts = Array.from({ length: 4 }, () => randomContent(60 * 1024))
+    const statuses = (await Promise.all(parts.map((p) => rawUpload(t, a, p)))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([201, 201, 201, 507])
+    const b = t.client()
+    const same = randomContent(1024)
+    const answers = await Promise.all(Array.from({ length: 4 }, () => rawUpload(t, b, same)))
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 200, 201])
+    expect(new Set(await Promise.all(answers.map(async (r) => ((await r.json()) as { blob_id: string }).blob_id))).size).toBe(1)
+  })
+
   test('expired blobs stop counting at once', async () => {
     const local = await startTestRelay({ blobs: { maxSizeBytes: MAX, quotaBytes: MAX } })
     try {

@@ -24,7 +24,13 @@ export class PgBlobRecordStore implements BlobRecordStore {
     return one<BlobRecord>(this.db, `SELECT ${COLUMNS} FROM blobs WHERE blob_id = $1`, [blobId])
   }
 
+  /**
+   * The owner's record of this content. It starts an upload's decision: in a transaction a lock on the
+   * owner's key makes two uploads of one owner take turns until commit (as SQLite's single writer does),
+   * so identical bytes make one record and the quota read by `usage` cannot be passed.
+   */
   async ownedByHash(ownerKey: string, hashHex: string, now: number): Promise<BlobRecord | null> {
+    await this.lockOwner(ownerKey)
     return one<BlobRecord>(
       this.db,
       `SELECT ${COLUMNS} FROM blobs WHERE owner_key = $1 AND hash = $2 AND expires_at > $3 ORDER BY expires_at DESC LIMIT 1`,
@@ -32,7 +38,12 @@ export class PgBlobRecordStore implements BlobRecordStore {
     )
   }
 
+  private async lockOwner(ownerKey: string): Promise<void> {
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.blobs:${ownerKey}`])
+  }
+
   async usage(ownerKey: string, now: number): Promise<{ usedBytes: number; largestBytes: number }> {
+    await this.lockOwner(ownerKey)
     const row = await one<{ used: number | null; largest: number | null }>(
       this.db,
       `SELECT sum(size_bytes)::float8 AS used, max(size_bytes)::float8 AS largest FROM blobs WHERE owner_key = $1 AND expires_at > $2`,
@@ -41,7 +52,9 @@ export class PgBlobRecordStore implements BlobRecordStore {
     return { usedBytes: row?.used ?? 0, largestBytes: row?.largest ?? 0 }
   }
 
+  /** Every owner's bytes; in a transaction, uploads of all owners take turns from here to commit (the relay-wide quota). */
   async totalUsage(now: number): Promise<number> {
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', ['relay.blobs.total'])
     return (await one<{ used: number | null }>(this.db, `SELECT sum(size_bytes)::float8 AS used FROM blobs WHERE expires_at > $1`, [now]))?.used ?? 0
   }
 
