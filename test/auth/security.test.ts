@@ -121,6 +121,12 @@ describe('step 4: replay → 409 replay_detected', () => {
     expect((await t.handle(req)).status).toBe(200)
     await expectError(await t.handle(copy), 409, 'replay_detected')
   })
+  test('the same request five times at once: one answer, four replays', async () => {
+    const req = signed(me, 'GET', path(), { nowMs: now() })
+    const copies = Array.from({ length: 5 }, () => req.clone() as Request)
+    const statuses = (await Promise.all(copies.map((c) => t.handle(c)))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([200, 409, 409, 409, 409])
+  })
   test('a replay is refused after a restart', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
     const copy = req.clone() as Request

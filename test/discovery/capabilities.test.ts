@@ -66,6 +66,27 @@ describe('the catalog', () => {
     expect(await me.capabilities({ limit: 1000 })).toEqual(await recount())
   })
 
+  test('edits of many agents at the same moment keep every count right', async () => {
+    const clients = await Promise.all(Array.from({ length: 12 }, () => agentWith(t, { capabilities: [{ name: 'a', tags: ['burst-a'] }] })))
+    // at once: half move to another tag, half add one, some go private, some are deleted
+    await Promise.all(
+      clients.map((c, i) =>
+        i % 4 === 0
+          ? c.updateProfile({ capabilities: [{ name: 'a', tags: ['burst-b'] }] })
+          : i % 4 === 1
+            ? c.updateProfile({ capabilities: [{ name: 'a', tags: ['burst-a', 'burst-b'] }] })
+            : i % 4 === 2
+              ? c.updateProfile({ visibility: 'private' })
+              : c.deleteAgent(),
+      ),
+    )
+    expect(await me.capabilities({ prefix: 'burst-' })).toEqual([
+      { tag: 'burst-b', agent_count: 6 },
+      { tag: 'burst-a', agent_count: 3 },
+    ])
+    expect(await me.capabilities()).toEqual(await recount())
+  })
+
   test('follows capability edits, visibility, suspension and deletion at once', async () => {
     const c = await agentWith(t, { capabilities: [{ name: 'a', tags: ['moving'] }] })
     const count = async () => (await me.capabilities({ prefix: 'moving' })).find((x) => x.tag === 'moving')?.agent_count ?? 0
