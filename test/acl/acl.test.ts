@@ -133,6 +133,14 @@ describe('errors', () => {
     expect(await t.sql('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?', [a.publicKey])).toEqual([{ n: 10_000 }])
   })
 
+  test('the same entry PUT five times at once: created once, then found', async () => {
+    const a = await agent(t)
+    const peer = unknownKey()
+    const statuses = (await Promise.all(Array.from({ length: 5 }, () => put(a, peer, { entry_type: 'block' })))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([200, 200, 200, 200, 201])
+    expect(await a.acl.list()).toHaveLength(1)
+  })
+
   test('wrong method on an ACL path → 404 not_found', async () => {
     const a = await agent(t)
     await expectError(await a.transport.send('POST', aclPath(a.publicKey)), 404, 'not_found')
