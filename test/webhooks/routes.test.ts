@@ -48,6 +48,17 @@ describe('happy path', () => {
   })
 })
 
+describe('at the same moment', () => {
+  test('five PUTs at once: one webhook, the last written', async () => {
+    const a = t.client()
+    const urls = Array.from({ length: 5 }, (_, i) => `https://agent.example/hook/${i}`)
+    const statuses = (await Promise.all(urls.map((u) => a.transport.send('PUT', `/v1/agents/${a.publicKey}/webhook`, { url: u, secret: secret() })))).map((r) => r.status)
+    expect(statuses).toEqual([200, 200, 200, 200, 200])
+    expect(urls).toContain((await a.getWebhook()).url)
+    expect(await t.sql('SELECT count(*) AS n FROM webhooks WHERE public_key = ?', [a.publicKey])).toEqual([{ n: 1 }])
+  })
+})
+
 describe('ownership', () => {
   test('another agent gets 403 forbidden on PUT, GET and DELETE', async () => {
     const owner = t.client()
