@@ -20,6 +20,7 @@ import { copyBlobs, type BlobsCopyResult } from '../storage/transfer/blob-copy.t
 import { rebuildSearchWords } from '../storage/transfer/search-words.ts'
 import { copyReplayLog, copyTables, DEFAULT_BATCH_ROWS, type TablesCopyResult } from '../storage/transfer/table-copy.ts'
 import { replayLogPath } from '../storage/sqlite/replay-store.ts'
+import { clearMigrateMark, setMigrateMark } from '../storage/postgres/migrate-mark.ts'
 import { UsageError } from './args.ts'
 import { processHolding } from './data-dir.ts'
 import { humanBytes, table } from './format.ts'
@@ -131,6 +132,8 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     const sourceBlobs = openBlobStore(config, paths, systemClock, deps.env)
 
     source.run('BEGIN')
+    // instances refuse this database until a run has verified everything (then the mark goes)
+    await setMigrateMark(target, { started_at: new Date().toISOString(), source: paths.database })
     progress(`copying ${paths.database} into ${targetName}`)
     const tables = await copyTables(source, target, { batchRows, progress })
     const replayed = await copyReplayLog(replayLogPath(paths.database), target, batchRows)
@@ -147,8 +150,10 @@ export async function migrate(positionals: string[], flags: Record<string, strin
     if (!report.ok) {
       const [first] = report.mismatches
       deps.stderr.write(`relay: error: the target is missing what the source holds: ${first}${report.mismatches.length > 1 ? ` (and ${report.mismatches.length - 1} more)` : ''}\n`)
+      deps.stderr.write('relay: relays refuse to start on the target until `relay migrate` verifies it complete\n')
       return 1
     }
+    await clearMigrateMark(target)
     return 0
   } finally {
     source.close()

@@ -101,10 +101,14 @@ describe('errors', () => {
   test('at most 10,000 entries: the 10,001st → 422; changing an existing one still works', async () => {
     const a = await agent(t)
     const now = t.clock.now()
-    const insert = t.relay.sqlite!.prepare('INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)')
-    t.relay.sqlite!.transaction(() => {
-      for (let i = 0; i < 9_999; i++) insert.run(a.publicKey, `peer${String(i).padStart(39, '0')}`, 'block', now, now)
-    })()
+    // 9,999 entries straight into the database, 500 rows a statement
+    for (let from = 0; from < 9_999; from += 500) {
+      const ids = Array.from({ length: Math.min(500, 9_999 - from) }, (_, i) => `peer${String(from + i).padStart(39, '0')}`)
+      await t.sql(
+        `INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES ${ids.map(() => "(?, ?, 'block', ?, ?)").join(', ')}`,
+        ids.flatMap((id) => [a.publicKey, id, now, now]),
+      )
+    }
     expect((await put(a, unknownKey(), { entry_type: 'allow' })).status).toBe(201) // the 10,000th
     const e = await expectError(await put(a, unknownKey(), { entry_type: 'allow' }), 422, 'unprocessable_entity')
     expect(e.details).toEqual({ limit: 10_000 })
@@ -112,6 +116,29 @@ describe('errors', () => {
     expect((await a.acl.list()).length).toBe(10_000)
     await a.acl.delete(`peer${'0'.repeat(39)}`)
     expect((await put(a, unknownKey(), { entry_type: 'allow' })).status).toBe(201)
+  })
+
+  test('the limit holds for PUTs at the same moment: 10,000 entries, never more', async () => {
+    const a = await agent(t)
+    const now = t.clock.now()
+    for (let from = 0; from < 9_998; from += 500) {
+      const ids = Array.from({ length: Math.min(500, 9_998 - from) }, (_, i) => `peer${String(from + i).padStart(39, '0')}`)
+      await t.sql(
+        `INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES ${ids.map(() => "(?, ?, 'block', ?, ?)").join(', ')}`,
+        ids.flatMap((id) => [a.publicKey, id, now, now]),
+      )
+    }
+    const statuses = (await Promise.all(Array.from({ length: 6 }, () => put(a, unknownKey(), { entry_type: 'allow' })))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([201, 201, 422, 422, 422, 422])
+    expect(await t.sql('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?', [a.publicKey])).toEqual([{ n: 10_000 }])
+  })
+
+  test('the same entry PUT five times at once: created once, then found', async () => {
+    const a = await agent(t)
+    const peer = unknownKey()
+    const statuses = (await Promise.all(Array.from({ length: 5 }, () => put(a, peer, { entry_type: 'block' })))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([200, 200, 200, 200, 201])
+    expect(await a.acl.list()).toHaveLength(1)
   })
 
   test('wrong method on an ACL path → 404 not_found', async () => {
@@ -125,8 +152,7 @@ test('deleting an agent removes the ACL entries it owns', async () => {
   const a = await agent(t)
   await a.acl.allow(unknownKey())
   await a.deleteAgent()
-  const left = t.relay.sqlite!.query('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?').get(a.publicKey) as { n: number }
-  expect(left.n).toBe(0)
+  expect(await t.sql('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?', [a.publicKey])).toEqual([{ n: 0 }])
   expect(await a.acl.list()).toEqual([]) // the key re-appears as a fresh agent
 })
 

@@ -211,14 +211,13 @@ describe('admission allowlist', () => {
 describe('webhook queue and recent errors', () => {
   test('the queue lists pending and in-flight deliveries, soonest due first', async () => {
     const now = t.clock.now()
-    const db = t.relay.sqlite!
     const key = generateKeyPair().publicKey
-    db.run(`INSERT INTO webhooks (public_key, url, secret, enabled, created_at, updated_at) VALUES (?, 'https://example.invalid/h', 's', 1, ?, ?)`, [key, now, now])
+    await t.sql(`INSERT INTO webhooks (public_key, url, secret, enabled, created_at, updated_at) VALUES (?, 'https://example.invalid/h', 's', TRUE, ?, ?)`, [key, now, now])
     const row = (id: string, state: string, next: number, err: string | null) =>
-      db.run(`INSERT INTO webhook_deliveries (delivery_id, public_key, message_id, state, attempts, next_attempt_at, last_error, created_at, updated_at) VALUES (?, ?, ?, ?, 2, ?, ?, ?, ?)`, [id, key, `msg_${id}`, state, next, err, now, now])
-    row('dlv_b', 'pending', now + 60_000, 'HTTP 500')
-    row('dlv_a', 'in_flight', now + 1000, null)
-    row('dlv_c', 'succeeded', now, null)
+      t.sql(`INSERT INTO webhook_deliveries (delivery_id, public_key, message_id, state, attempts, next_attempt_at, last_error, created_at, updated_at) VALUES (?, ?, ?, ?, 2, ?, ?, ?, ?)`, [id, key, `msg_${id}`, state, next, err, now, now])
+    await row('dlv_b', 'pending', now + 60_000, 'HTTP 500')
+    await row('dlv_a', 'in_flight', now + 1000, null)
+    await row('dlv_c', 'succeeded', now, null)
     const q = await ok(await api(admin, 'GET', '/v1/admin/webhooks'))
     expect(q.pending_deliveries).toBe(2)
     expect(q.deliveries.map((d: any) => [d.delivery_id, d.state, d.last_error])).toEqual([

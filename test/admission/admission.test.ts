@@ -12,7 +12,6 @@ import type { ConfigOverrides } from '../../src/config/config.ts'
 import { buildBinary } from '../support/binary.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { enc, uploadRequest } from '../blobs/helpers.ts'
-import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
 
 let open: TestRelay[] = []
 afterEach(async () => {
@@ -34,14 +33,13 @@ describe('RELAY_ADMISSION=allowlist', () => {
     const listed = generateKeyPair()
     const stranger = generateKeyPair()
     await t.relay.admission.allow(listed.publicKey, 'the first agent')
-    const replayEntries = () => (t.relay.storage as SqliteStorage).replay.rows()
-    const before = replayEntries()
+    const before = await t.replayEntries()
     const res = await t.client(stranger).transport.send('GET', `/v1/agents/${stranger.publicKey}`)
     const err = await expectError(res, 403, 'forbidden')
     expect(err.message).toMatch(/listed/)
     expect(await exists(t, stranger.publicKey)).toBe(false)
     // a refused key stores nothing at all, not even the replay entry of its signature
-    expect(replayEntries()).toBe(before)
+    expect(await t.replayEntries()).toBe(before)
     expect((await t.client(listed).getAgent()).public_key).toBe(listed.publicKey)
     // another process (relay admin revoke) edits the list: the relay sees it at its next watch
     await t.relay.storage.admission.revoke(listed.publicKey)
@@ -126,7 +124,8 @@ describe('relay admin allow / revoke / allowed', () => {
     const bin = await buildBinary()
     const t = await relay({ admission: { mode: 'allowlist' } })
     const keys = generateKeyPair()
-    const admin = (...args: string[]) => spawnSync([bin, 'admin', ...args, '--data-dir', t.dataDir])
+    // the relay's own storage: its data directory, or its database in cluster mode
+    const admin = (...args: string[]) => spawnSync([bin, 'admin', ...args, '--data-dir', t.dataDir], { env: { ...process.env, RELAY_DATABASE_URL: t.relay.config.database.url } })
     await expectError(await t.client(keys).transport.send('GET', `/v1/agents/${keys.publicKey}`), 403, 'forbidden')
     const allow = admin('allow', keys.publicKey, '--note', 'ci agent')
     expect(allow.exitCode).toBe(0)

@@ -146,17 +146,34 @@ describe('ownership and lookups', () => {
   })
 })
 
+describe('at the same moment', () => {
+  test('a new key making five requests at once: one agent record, five answers', async () => {
+    const c = t.client()
+    const answers = await Promise.all(Array.from({ length: 5 }, () => c.transport.send('GET', `/v1/agents/${c.publicKey}`)))
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200])
+    expect(await t.sql('SELECT count(*) AS n FROM agents WHERE public_key = ?', [c.publicKey])).toEqual([{ n: 1 }])
+  })
+  test('profile edits at once: the last one written is what every reader sees, tags included', async () => {
+    const c = t.client()
+    await c.getAgent()
+    await Promise.all(Array.from({ length: 5 }, (_, i) => c.updateProfile({ display_name: `n${i}`, capabilities: [{ name: 'x', tags: [`t${i}`] }] })))
+    const me = await c.getAgent()
+    const i = Number(me.display_name!.slice(1))
+    expect(me.capabilities).toEqual([{ name: 'x', tags: [`t${i}`] }])
+    expect(await t.sql('SELECT tag FROM agent_tags WHERE public_key = ?', [c.publicKey])).toEqual([{ tag: `t${i}` }])
+  })
+})
+
 describe('DELETE', () => {
   test('removes the agent; the key may come back as a fresh agent', async () => {
     const keys = generateKeyPair()
     const c = t.client(keys)
     await c.updateProfile({ display_name: 'Gone', capabilities: [cap()] })
-    const db = t.relay.sqlite!
-    db.run(`INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, 'block', 1, 1)`, [keys.publicKey, generateKeyPair().publicKey])
+    await t.sql(`INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, 'block', 1, 1)`, [keys.publicKey, generateKeyPair().publicKey])
     expect((await c.transport.send('DELETE', `/v1/agents/${keys.publicKey}`)).status).toBe(204)
     expect((await t.relay.storage.agents.find(keys.publicKey))).toBeNull()
-    expect(db.query('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?').get(keys.publicKey)).toEqual({ n: 0 })
-    expect(db.query('SELECT count(*) AS n FROM agent_tags WHERE public_key = ?').get(keys.publicKey)).toEqual({ n: 0 })
+    expect(await t.sql('SELECT count(*) AS n FROM acl_entries WHERE owner_key = ?', [keys.publicKey])).toEqual([{ n: 0 }])
+    expect(await t.sql('SELECT count(*) AS n FROM agent_tags WHERE public_key = ?', [keys.publicKey])).toEqual([{ n: 0 }])
     await expectError(await t.client().transport.send('GET', `/v1/agents/${keys.publicKey}`), 404, 'agent_not_found')
     const again = await c.getAgent()
     expect(again.display_name).toBeNull()

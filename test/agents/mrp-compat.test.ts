@@ -211,13 +211,12 @@ describe('X-RateLimit-* on every authenticated answer', () => {
 test('GET /v1/health/live answers {"status":"ok"} without touching the database', async () => {
   const r = await startTestRelay()
   try {
-    r.relay.sqlite!.close()
+    await r.relay.storage.close()
     const res = await r.handle(new Request(BASE_URL + '/v1/health/live'))
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ status: 'ok' })
     expect(res.headers.get('x-request-id')).toMatch(/^req_/)
   } finally {
-    r.relay.sqlite!.close = () => {}
     await r.close().catch(() => {})
   }
 })

@@ -7,7 +7,6 @@ import { encodeBase64Url } from '../../src/lib/base64url.ts'
 import { CLOCK_SKEW_MARGIN_MS } from '../../src/services/authenticator.ts'
 import { BASE_URL, expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { signed, uniqueTimestamp } from '../support/signed.ts'
-import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
 
 let t: TestRelay
 beforeAll(async () => {
@@ -122,6 +121,12 @@ describe('step 4: replay → 409 replay_detected', () => {
     expect((await t.handle(req)).status).toBe(200)
     await expectError(await t.handle(copy), 409, 'replay_detected')
   })
+  test('the same request five times at once: one answer, four replays', async () => {
+    const req = signed(me, 'GET', path(), { nowMs: now() })
+    const copies = Array.from({ length: 5 }, () => req.clone() as Request)
+    const statuses = (await Promise.all(copies.map((c) => t.handle(c)))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([200, 409, 409, 409, 409])
+  })
   test('a replay is refused after a restart', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
     const copy = req.clone() as Request
@@ -130,14 +135,11 @@ describe('step 4: replay → 409 replay_detected', () => {
     await expectError(await t.handle(copy), 409, 'replay_detected')
   })
   test('a replay is refused after a crash (no graceful stop): the entry was committed before the answer', async () => {
-    const { createRelay } = await import('../../src/relay.ts')
-    const { withOverrides } = await import('../../src/config/load.ts')
-    const { silentLogger } = await import('../../src/lib/logger.ts')
     const req = signed(me, 'GET', path(), { nowMs: now() })
     const copy = req.clone() as Request
     expect((await t.handle(req)).status).toBe(200)
-    // a second relay process on the same data directory, the first never stopped
-    const other = createRelay(withOverrides({ dataDir: t.dataDir, port: 0 }), { clock: t.clock, logger: silentLogger })
+    // a second relay process on the same data, the first never stopped
+    const other = await t.another()
     await expectError(await other.handle(copy), 409, 'replay_detected')
     await other.stop()
   })
@@ -145,15 +147,14 @@ describe('step 4: replay → 409 replay_detected', () => {
   test('replay cache entries are pruned only after twice the window and the clock-skew margin of cluster mode', async () => {
     const req = signed(me, 'GET', path(), { nowMs: now() })
     expect((await t.handle(req)).status).toBe(200)
-    const count = () => (t.relay.storage as SqliteStorage).replay.rows()
-    const before = count()
+    const before = await t.replayEntries()
     expect(before).toBeGreaterThan(0)
     t.clock.advance(599_000 + CLOCK_SKEW_MARGIN_MS)
     await t.relay.scheduler.runNow('prune-replay-cache')
-    expect(count()).toBe(before)
+    expect(await t.replayEntries()).toBe(before)
     t.clock.advance(2_000)
     await t.relay.scheduler.runNow('prune-replay-cache')
-    expect(count()).toBe(0)
+    expect(await t.replayEntries()).toBe(0)
   })
 })
 

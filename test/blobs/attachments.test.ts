@@ -1,6 +1,7 @@
 /** Attachments on send (docs/protocol.md §4.1, §4.3 check 4) and how they tie a blob's lifetime to its messages (§6). */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { RelayClient } from '../../src/client/index.ts'
+import { sqliteOnly } from '../support/backend.ts'
 import { expectError, startTestRelay, type TestRelay } from '../support/harness.ts'
 import { blobRecords, enc, sha256Hex, sweep, uploadText } from './helpers.ts'
 
@@ -90,7 +91,28 @@ describe('422 unprocessable_entity naming the blob ids', () => {
     expect(e.details.blob_ids).toEqual([x.blob_id])
   })
 
-  test('a blob deleted between the check and the commit refuses the send in its transaction', async () => {
+  test('a send attaching a blob and its owner deleting it at the same moment: one of the two wins, never both', async () => {
+    const a = t.client()
+    const b = t.client()
+    const outcomes = new Set<string>()
+    for (let i = 0; i < 40; i++) {
+      const x = await uploadText(a, `contested ${i} ${Math.random()}`)
+      const [sent, deleted] = await Promise.all([
+        rawSend(a, { recipient_key: b.publicKey, attachments: [{ blob_id: x.blob_id }] }),
+        a.transport.send('DELETE', `/v1/blobs/${x.blob_id}`),
+      ])
+      const outcome = `${sent.status}/${deleted.status}`
+      outcomes.add(outcome)
+      // sent first: the delete is refused (409 blob_referenced) and the recipient can read it; deleted
+      // first: the send is refused (422)
+      expect(['201/409', '422/204']).toContain(outcome)
+      if (sent.status === 201) expect((await b.downloadBlob(x.blob_id)).status).toBe(200)
+    }
+  }, 30_000)
+
+  // SQLite only: the delete must land between the send's check and its commit, which a synchronous
+  // write to the file does; on PostgreSQL a statement from outside cannot be placed there
+  sqliteOnly('a blob deleted between the check and the commit refuses the send in its transaction', async () => {
     const a = t.client()
     const x = await uploadText(a, 'racing ' + Math.random())
     const svc = t.relay.features.messages.messages
@@ -103,18 +125,18 @@ describe('422 unprocessable_entity naming the blob ids', () => {
 })
 
 describe('lifetime (docs/protocol.md §6)', () => {
-  const expiresOf = (id: string) => blobRecords(t).find((r) => r.blob_id === id)!.expires_at
+  const expiresOf = async (id: string) => (await blobRecords(t)).find((r) => r.blob_id === id)!.expires_at
 
   test('attaching extends the blob to the latest expiry of its messages, never shortens it', async () => {
     const a = t.client()
     const x = await uploadText(a, 'lifetime ' + Math.random())
     const uploadedExpiry = Date.parse(x.expires_at)
     await a.send({ recipient_key: t.client().publicKey, attachments: [{ blob_id: x.blob_id }], expires_in: 3600 })
-    expect(expiresOf(x.blob_id)).toBe(uploadedExpiry) // 1 h message, 24 h blob: unchanged
+    expect(await expiresOf(x.blob_id)).toBe(uploadedExpiry) // 1 h message, 24 h blob: unchanged
     const long = await a.send({ recipient_key: t.client().publicKey, attachments: [{ blob_id: x.blob_id }], expires_in: 3 * 86400 })
-    expect(expiresOf(x.blob_id)).toBe(Date.parse(long.expires_at))
+    expect(await expiresOf(x.blob_id)).toBe(Date.parse(long.expires_at))
     await a.send({ recipient_key: t.client().publicKey, attachments: [{ blob_id: x.blob_id }], expires_in: 2 * 86400 })
-    expect(expiresOf(x.blob_id)).toBe(Date.parse(long.expires_at))
+    expect(await expiresOf(x.blob_id)).toBe(Date.parse(long.expires_at))
     // re-uploading the content returns the record with that expiry
     const again = await uploadText(a, (await (await a.downloadBlob(x.blob_id)).text()))
     expect(Date.parse(again.expires_at)).toBe(Date.parse(long.expires_at))
@@ -132,7 +154,7 @@ describe('lifetime (docs/protocol.md §6)', () => {
     await t.relay.scheduler.runNow('expire-messages')
     const swept = await sweep(t)
     expect(swept.expired_records).toBeGreaterThanOrEqual(1)
-    expect(blobRecords(t).some((r) => r.blob_id === x.blob_id)).toBe(false)
+    expect((await blobRecords(t)).some((r) => r.blob_id === x.blob_id)).toBe(false)
     await expectError(await a.transport.send('GET', `/v1/blobs/${x.blob_id}`), 404, 'blob_not_found')
   })
 })

@@ -43,7 +43,7 @@ test('a stranger gets 404; a reader who is not the owner gets 403 forbidden', as
   await owner.send({ recipient_key: recipient.publicKey, attachments: [{ blob_id: b.blob_id }] })
   await expectError(await del(stranger, b.blob_id), 404, 'blob_not_found')
   await expectError(await del(recipient, b.blob_id), 403, 'forbidden')
-  expect(blobRecords(t).some((r) => r.blob_id === b.blob_id)).toBe(true)
+  expect((await blobRecords(t)).some((r) => r.blob_id === b.blob_id)).toBe(true)
 })
 
 test('409 blob_referenced while an unexpired message attaches it; 204 once it expired', async () => {

@@ -79,8 +79,8 @@ export function filesUnder(dir: string): string[] {
 export const blobFiles = (t: TestRelay) => filesUnder(t.relay.paths.blobs)
 export const tempFiles = (t: TestRelay) => filesUnder(t.relay.paths.tmp)
 
-export function blobRecords(t: TestRelay): { blob_id: string; owner_key: string; hash: string; size_bytes: number; expires_at: number }[] {
-  return t.relay.sqlite!.query('SELECT blob_id, owner_key, hash, size_bytes, expires_at FROM blobs ORDER BY created_at, blob_id').all() as any[]
+export function blobRecords(t: TestRelay): Promise<{ blob_id: string; owner_key: string; hash: string; size_bytes: number; expires_at: number }[]> {
+  return t.sql('SELECT blob_id, owner_key, hash, size_bytes, expires_at FROM blobs ORDER BY created_at, blob_id')
 }
 
 export async function uploadText(c: RelayClient, text: string, contentType = 'text/plain'): Promise<BlobJson> {

@@ -24,10 +24,10 @@ describe('expiry (fake clock)', () => {
     expect((await a.downloadBlob(b.blob_id)).status).toBe(200)
     t.clock.advance(1)
     await expectError(await a.transport.send('GET', `/v1/blobs/${b.blob_id}`), 404, 'blob_not_found')
-    expect(blobRecords(t).some((r) => r.blob_id === b.blob_id)).toBe(true) // not swept yet, already unreadable
+    expect((await blobRecords(t)).some((r) => r.blob_id === b.blob_id)).toBe(true) // not swept yet, already unreadable
     const result = await sweep(t)
     expect(result.expired_records).toBeGreaterThanOrEqual(1)
-    expect(blobRecords(t).some((r) => r.blob_id === b.blob_id)).toBe(false)
+    expect((await blobRecords(t)).some((r) => r.blob_id === b.blob_id)).toBe(false)
     expect(blobFiles(t)).not.toContain(fileOf(b.hash))
   })
 
@@ -39,7 +39,7 @@ describe('expiry (fake clock)', () => {
     expect(y.hash).toBe(x.hash)
     t.clock.advance(HOUR)
     await sweep(t)
-    expect(blobRecords(t).map((r) => r.blob_id)).not.toContain(x.blob_id)
+    expect((await blobRecords(t)).map((r) => r.blob_id)).not.toContain(x.blob_id)
     expect(blobFiles(t)).toContain(fileOf(x.hash))
     t.clock.advance(HOUR)
     await sweep(t)
@@ -105,7 +105,7 @@ describe('agent deletion', () => {
     const sent = await uploadText(a, 'sent to b ' + Math.random())
     await a.send({ recipient_key: b.publicKey, attachments: [{ blob_id: sent.blob_id }] })
     await a.deleteAgent()
-    const ids = blobRecords(t).map((r) => r.blob_id)
+    const ids = (await blobRecords(t)).map((r) => r.blob_id)
     expect(ids).not.toContain(alone.blob_id)
     expect(ids).toContain(sent.blob_id)
     expect(await (await b.downloadBlob(sent.blob_id)).text()).toStartWith('sent to b')

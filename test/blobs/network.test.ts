@@ -62,10 +62,10 @@ async function until(cond: () => boolean, ms = 3000): Promise<void> {
 describe('aborted uploads leave nothing', () => {
   test('Content-Length body cut short by a closed connection', async () => {
     const bytes = randomContent(1024 * 1024)
-    const records = blobRecords(t).length
+    const records = (await blobRecords(t)).length
     await rawHttp([uploadHead(bytes, `Content-Length: ${bytes.length}\r\n`), bytes.subarray(0, 300_000)], { closeAfterMs: 100 })
     await until(() => t.relay.features.blobs.store.inFlight === 0 && tempFiles(t).length === 0)
-    expect(blobRecords(t)).toHaveLength(records)
+    expect((await blobRecords(t))).toHaveLength(records)
     expect(blobFiles(t).some((f) => f.endsWith(sha256Hex(bytes)))).toBe(false)
   })
 

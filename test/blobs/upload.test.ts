@@ -86,7 +86,7 @@ describe('content addressing', () => {
     expect(again.created_at).toBe(first.created_at)
     expect(Date.parse(again.expires_at)).toBe(t.clock.now() + 24 * 3600_000)
     expect(res.headers.get('x-m2m-storage-used')).toBe('3000')
-    expect(blobRecords(t).filter((r) => r.hash === first.hash)).toHaveLength(1)
+    expect((await blobRecords(t)).filter((r) => r.hash === first.hash)).toHaveLength(1)
   })
 
   test('two owners, identical bytes: two records, one file on disk', async () => {
@@ -97,7 +97,7 @@ describe('content addressing', () => {
     const b = await json(res)
     expect(b.blob_id).not.toBe(a.blob_id)
     expect(b.hash).toBe(a.hash)
-    expect(blobRecords(t).filter((r) => r.hash === a.hash)).toHaveLength(2)
+    expect((await blobRecords(t)).filter((r) => r.hash === a.hash)).toHaveLength(2)
     expect(blobFiles(t).filter((f) => f.endsWith(a.hash))).toHaveLength(1)
     expect(tempFiles(t)).toEqual([])
   })
@@ -130,7 +130,7 @@ describe('413 payload_too_large', () => {
 
   test('without Content-Length: cut off once past the limit, nothing kept', async () => {
     const a = t.client()
-    const records = blobRecords(t).length
+    const records = (await blobRecords(t)).length
     const before = blobFiles(t)
     const bytes = randomContent(MAX * 3)
     let sent = 0
@@ -145,7 +145,7 @@ describe('413 payload_too_large', () => {
     await expectError(res, 413, 'payload_too_large')
     expect(res.headers.get('x-m2m-storage-limit')).toBe(String(QUOTA))
     expect(sent).toBeLessThan(bytes.length) // stopped reading, not drained
-    expect(blobRecords(t)).toHaveLength(records)
+    expect((await blobRecords(t))).toHaveLength(records)
     expect(blobFiles(t)).toEqual(before)
     expect(tempFiles(t)).toEqual([])
   })
@@ -179,6 +179,19 @@ describe('507 insufficient_storage', () => {
     await expectError(await rawUpload(t, a, randomContent(1)), 507, 'insufficient_storage')
   })
 
+  test('uploads at the same moment: the quota holds, and identical bytes make one record', async () => {
+    const a = t.client()
+    // 4 × 60 KiB against a 200 KiB quota: 3 fit, the 4th is refused, whatever their order
+    const parts = Array.from({ length: 4 }, () => randomContent(60 * 1024))
+    const statuses = (await Promise.all(parts.map((p) => rawUpload(t, a, p)))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([201, 201, 201, 507])
+    const b = t.client()
+    const same = randomContent(1024)
+    const answers = await Promise.all(Array.from({ length: 4 }, () => rawUpload(t, b, same)))
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 200, 201])
+    expect(new Set(await Promise.all(answers.map(async (r) => ((await r.json()) as { blob_id: string }).blob_id))).size).toBe(1)
+  })
+
   test('expired blobs stop counting at once', async () => {
     const local = await startTestRelay({ blobs: { maxSizeBytes: MAX, quotaBytes: MAX } })
     try {
@@ -196,7 +209,7 @@ describe('507 insufficient_storage', () => {
 describe('what the signature covers', () => {
   test('bytes that differ from the signed hash: 401 invalid_signature, nothing kept', async () => {
     const a = t.client()
-    const records = blobRecords(t).length
+    const records = (await blobRecords(t)).length
     const before = blobFiles(t)
     const signedBytes = randomContent(20_000)
     const sent = signedBytes.slice()
@@ -207,7 +220,7 @@ describe('what the signature covers', () => {
     expect(res.headers.get('x-m2m-storage-used')).toBeNull() // nothing said about an unverified key
     await expectError(await rawUpload(t, a, sent, { signedBytes, body: chunked(sent, 3000) }), 401, 'invalid_signature')
     await expectError(await rawUpload(t, a, sent.subarray(0, 19_999), { signedBytes }), 401, 'invalid_signature')
-    expect(blobRecords(t)).toHaveLength(records)
+    expect((await blobRecords(t))).toHaveLength(records)
     expect(blobFiles(t)).toEqual(before)
     expect(tempFiles(t)).toEqual([])
   })

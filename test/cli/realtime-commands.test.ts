@@ -110,7 +110,7 @@ describe('relay webhook', () => {
     expect(r.code).toBe(0)
     const out = JSON.parse(r.stdout)
     expect(out.secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
-    const stored = t.relay.sqlite!.query<{ secret: string }, [string]>('SELECT secret FROM webhooks WHERE public_key = ?').get(keys.publicKey)
+    const [stored] = await t.sql<{ secret: string }>('SELECT secret FROM webhooks WHERE public_key = ?', [keys.publicKey])
     expect(stored?.secret).toBe(out.secret)
     const text = await cli('webhook', 'set', '--url', 'https://agent.example/in')
     expect(text.stdout).toMatch(/\nsecret\s+[A-Za-z0-9_-]{43}\n$/)

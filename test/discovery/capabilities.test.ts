@@ -13,10 +13,8 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 /** The catalog recomputed from the agents table, as docs/protocol.md §3 defines it. */
-function recount(): { tag: string; agent_count: number }[] {
-  const rows = t.relay.sqlite!
-    .query<{ capabilities: string }, []>(`SELECT capabilities FROM agents WHERE visibility = 'public' AND status = 'active'`)
-    .all()
+async function recount(): Promise<{ tag: string; agent_count: number }[]> {
+  const rows = await t.sql<{ capabilities: string }>(`SELECT capabilities FROM agents WHERE visibility = 'public' AND status = 'active'`)
   const counts = new Map<string, number>()
   for (const row of rows) {
     const tags = new Set((JSON.parse(row.capabilities) as { tags?: string[] }[]).flatMap((c) => c.tags ?? []))
@@ -47,7 +45,7 @@ describe('the catalog', () => {
       { tag: 'translation', agent_count: 1 },
       { tag: 'vision', agent_count: 1 },
     ].sort((a, b) => b.agent_count - a.agent_count || a.tag.localeCompare(b.tag)))
-    expect(res.capabilities).toEqual(recount())
+    expect(res.capabilities).toEqual(await recount())
   })
 
   test('prefix (case-insensitive) and limit', async () => {
@@ -63,9 +61,30 @@ describe('the catalog', () => {
       { tag: 'code', agent_count: 1 },
     ])
     expect(await me.capabilities({ prefix: 'zzz' })).toEqual([])
-    expect(await me.capabilities({ prefix: '' })).toEqual(recount())
-    expect(await me.capabilities({ limit: 1 })).toEqual(recount().slice(0, 1))
-    expect(await me.capabilities({ limit: 1000 })).toEqual(recount())
+    expect(await me.capabilities({ prefix: '' })).toEqual(await recount())
+    expect(await me.capabilities({ limit: 1 })).toEqual((await recount()).slice(0, 1))
+    expect(await me.capabilities({ limit: 1000 })).toEqual(await recount())
+  })
+
+  test('edits of many agents at the same moment keep every count right', async () => {
+    const clients = await Promise.all(Array.from({ length: 12 }, () => agentWith(t, { capabilities: [{ name: 'a', tags: ['burst-a'] }] })))
+    // at once: half move to another tag, half add one, some go private, some are deleted
+    await Promise.all(
+      clients.map((c, i) =>
+        i % 4 === 0
+          ? c.updateProfile({ capabilities: [{ name: 'a', tags: ['burst-b'] }] })
+          : i % 4 === 1
+            ? c.updateProfile({ capabilities: [{ name: 'a', tags: ['burst-a', 'burst-b'] }] })
+            : i % 4 === 2
+              ? c.updateProfile({ visibility: 'private' })
+              : c.deleteAgent(),
+      ),
+    )
+    expect(await me.capabilities({ prefix: 'burst-' })).toEqual([
+      { tag: 'burst-b', agent_count: 6 },
+      { tag: 'burst-a', agent_count: 3 },
+    ])
+    expect(await me.capabilities()).toEqual(await recount())
   })
 
   test('follows capability edits, visibility, suspension and deletion at once', async () => {
@@ -89,7 +108,7 @@ describe('the catalog', () => {
     expect(await count()).toBe(1)
     await c.deleteAgent()
     expect(await count()).toBe(0)
-    expect(await me.capabilities()).toEqual(recount())
+    expect(await me.capabilities()).toEqual(await recount())
   })
 })
 

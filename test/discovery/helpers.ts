@@ -24,9 +24,15 @@ export async function keysOf(c: RelayClient, query: Parameters<RelayClient['disc
 export async function touch(t: TestRelay, c: RelayClient): Promise<void> {
   t.clock.advance(10_001)
   await c.getAgent()
-  // the last-active write is queued in the background while the request is answered; a unit of work
-  // queued after it settles once it has committed, so the next read sees the agent moved
-  await t.relay.storage.transaction(async () => {})
+  // the last-active write is made in the background while the request is answered: wait until the
+  // database holds it, so the next read sees the agent moved
+  const now = t.clock.now()
+  for (let i = 0; i < 500; i++) {
+    const [row] = await t.sql<{ last_active_at: number }>('SELECT last_active_at FROM agents WHERE public_key = ?', [c.publicKey])
+    if (row?.last_active_at === now) return
+    await Bun.sleep(2)
+  }
+  throw new Error('the last-active write never landed')
 }
 
 export const sorted = (xs: string[]) => [...xs].sort()

@@ -26,7 +26,7 @@ beforeAll(async () => {
       await agentWith(t, { visibility: 'private', capabilities: [{ name: 'page', tags: [TAG] }] })
     }
   }
-})
+}, 30_000) // 250 agents one request after another: seconds on PostgreSQL
 afterAll(() => t.close())
 
 /** Walks every page of a query; between pages `between` may change the world. */

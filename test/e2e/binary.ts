@@ -42,10 +42,13 @@ export interface RunningRelay {
   stop(): Promise<number>
 }
 
-/** Starts the binary on `dataDir` (port 0) and resolves once it has printed its start-up line. */
-export async function startBinary(dataDir: string, env: Record<string, string> = {}): Promise<RunningRelay> {
+/**
+ * Starts the binary on `dataDir` (port 0) and resolves once it has printed its start-up line. `prefix`
+ * runs it under another program (e.g. faketime).
+ */
+export async function startBinary(dataDir: string, env: Record<string, string> = {}, prefix: string[] = []): Promise<RunningRelay> {
   const bin = await relayBinary()
-  const proc = spawn([bin, 'serve', '--data-dir', dataDir, '--port', '0', '--host', '127.0.0.1'], {
+  const proc = spawn([...prefix, bin, 'serve', '--data-dir', dataDir, '--port', '0', '--host', '127.0.0.1'], {
     cwd: dataDir,
     env: { PATH: process.env.PATH ?? '', RELAY_LOG_LEVEL: 'info', ...env },
     stdin: 'ignore',

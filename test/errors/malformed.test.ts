@@ -132,7 +132,7 @@ describe('unexpected failures', () => {
       const c = r.client()
       await c.getAgent()
       // break the storage under the running relay
-      r.relay.sqlite!.run('DROP TABLE agent_tags')
+      await r.sql('DROP TABLE agent_tags')
       const res = await c.transport.send('PATCH', `/v1/agents/${c.publicKey}`, { capabilities: [{ name: 'x', tags: ['a'] }] })
       const err = await expectError(res, 500, 'internal_error')
       expect(err.message).toBe('Internal error')

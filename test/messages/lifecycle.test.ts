@@ -17,9 +17,9 @@ afterAll(() => t.close())
 
 const DAY = 86_400_000
 const stored = (id: string) => svc.findRow(id)
-const links = (id: string) => (t.relay.sqlite!.query('SELECT count(*) AS n FROM message_blobs WHERE message_id = ?').get(id) as { n: number }).n
+const links = async (id: string) => (await t.sql<{ n: number }>('SELECT count(*) AS n FROM message_blobs WHERE message_id = ?', [id]))[0].n
 const linkBlob = (id: string, expiresAt: number) =>
-  t.relay.sqlite!.run('INSERT INTO message_blobs (message_id, blob_id, expires_at) VALUES (?, ?, ?)', [id, 'blob_' + '0'.repeat(24), expiresAt])
+  t.sql('INSERT INTO message_blobs (message_id, blob_id, expires_at) VALUES (?, ?, ?)', [id, 'blob_' + '0'.repeat(24), expiresAt])
 const sweep = () => t.relay.scheduler.runNow('expire-messages') as Promise<any>
 
 async function pair(): Promise<[RelayClient, RelayClient]> {
@@ -111,12 +111,12 @@ describe('sent → expired at expires_at', () => {
   test('the sweep stores it as expired with body and attachment links dropped; the envelope stays', async () => {
     const [a, b] = await pair()
     const sent = await a.send(msg(b, { expires_in: 60, thread_id: 'keep', metadata: { m: 1 } }))
-    linkBlob(sent.message_id, Date.parse(sent.expires_at))
+    await linkBlob(sent.message_id, Date.parse(sent.expires_at))
     t.clock.advance(60_000)
     const result = await sweep()
     expect(result.expired).toBeGreaterThanOrEqual(1)
     expect(await stored(sent.message_id)).toMatchObject({ status: 'expired', body: null, attachments: null, threadId: 'keep' })
-    expect(links(sent.message_id)).toBe(0)
+    expect(await links(sent.message_id)).toBe(0)
     const env = await b.getMessage(sent.message_id)
     expect(env).toMatchObject({ status: 'expired', thread_id: 'keep', metadata: { m: 1 } })
     expect('body' in env).toBe(false)
@@ -128,7 +128,7 @@ describe('delivered → removed at expires_at', () => {
   test('gone for readers the instant it expires; the sweep deletes the row and its blob links', async () => {
     const [a, b] = await pair()
     const sent = await a.send(msg(b, { expires_in: 60 }))
-    linkBlob(sent.message_id, Date.parse(sent.expires_at))
+    await linkBlob(sent.message_id, Date.parse(sent.expires_at))
     await b.poll()
     t.clock.advance(59_999)
     expect((await a.messageStatus(sent.message_id)).status).toBe('delivered')
@@ -140,7 +140,7 @@ describe('delivered → removed at expires_at', () => {
     expect(await stored(sent.message_id)).not.toBeNull()
     await sweep()
     expect(await stored(sent.message_id)).toBeNull()
-    expect(links(sent.message_id)).toBe(0)
+    expect(await links(sent.message_id)).toBe(0)
   })
 })
 
@@ -213,11 +213,11 @@ describe('the sweep', () => {
     expect(r.batches).toBe(5 + 1)
     expect(pauses).toBe(4)
     expect((await b.poll({ status: 'expired', limit: 100 })).messages.length).toBe(100)
-    expect(t.relay.sqlite!.query(`SELECT count(*) AS n FROM messages WHERE recipient_key = ? AND status = 'sent'`).get(b.publicKey)).toEqual({ n: 0 })
+    expect(await t.sql(`SELECT count(*) AS n FROM messages WHERE recipient_key = ? AND status = 'sent'`, [b.publicKey])).toEqual([{ n: 0 }])
     // the next run starts from the watermark: nothing left to visit
     const again = await sweeper.runOnce(t.clock.now())
     expect(again).toEqual({ expired: 0, removed_delivered: 0, removed_expired: 0, batches: 1 })
-  })
+  }, 30_000) // 2,470 sends first: seconds on PostgreSQL
 
   test('adapts the batch size to keep each batch short', async () => {
     const [a, b] = await pair()
@@ -253,7 +253,7 @@ describe('the sweep', () => {
     // and by default waits that long: a backlog gets at most half of the event loop
     expect(waits.length).toBe(sizes.length - 1)
     expect(Math.min(...waits)).toBeGreaterThanOrEqual(4)
-  })
+  }, 30_000) // 1,000 sends first: seconds on PostgreSQL
 
   test('the watermark survives a restart; a message expiring behind it (clock stepped back) still goes at retention', async () => {
     const r = await startTestRelay(UNLIMITED)
@@ -262,12 +262,12 @@ describe('the sweep', () => {
       const first = await a.send(msg(a, { expires_in: 10 }))
       r.clock.advance(10_000)
       await r.relay.scheduler.runNow('expire-messages')
-      const mark = r.relay.sqlite!.query(`SELECT value FROM relay_state WHERE key = 'messages.sweep_watermark'`).get() as { value: string }
+      const [mark] = await r.sql<{ value: string }>(`SELECT value FROM relay_state WHERE key = 'messages.sweep_watermark'`)
       expect(Number(mark.value)).toBe(r.clock.now())
       await r.restart()
       const second = await a.send(msg(a, { expires_in: 10 }))
       // a row written as if the clock had been stepped back: it expired before the watermark
-      r.relay.sqlite!.run(
+      await r.sql(
         `INSERT INTO messages (message_id, sender_key, recipient_key, content_type, body, status, created_at, expires_at)
          VALUES ('msg_1_0000000000ff', ?, ?, 'application/json', '1', 'sent', ?, ?)`,
         [a.publicKey, a.publicKey, r.clock.now() - 60_000, r.clock.now() - 30_000],
@@ -306,5 +306,5 @@ describe('the sweep', () => {
     expect(during.status).toBe('sent')
     const r = await running
     expect(r.batches).toBeGreaterThan(3)
-  })
+  }, 30_000) // 3,000 sends first: seconds on PostgreSQL
 })

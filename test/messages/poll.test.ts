@@ -126,7 +126,7 @@ describe('cursors', () => {
     expect(first.has_more).toBe(true)
     const last = (await svc.findRow(first.messages[1].message_id))!
     // same created_at, and an id that sorts before the cursor position
-    t.relay.sqlite!.run(
+    await t.sql(
       `INSERT INTO messages (message_id, sender_key, recipient_key, content_type, body, status, created_at, expires_at)
        VALUES (?, ?, ?, 'application/json', '1', 'sent', ?, ?)`,
       [`msg_${Math.floor(last.createdAt / 1000)}_000000000000`, a.publicKey, b.publicKey, last.createdAt, last.expiresAt],

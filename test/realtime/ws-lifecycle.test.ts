@@ -104,8 +104,8 @@ describe('closing', () => {
     const keys = generateKeyPair()
     const p = await WsProbe.authed(r.t, r.url, keys)
     r.t.clock.advance(1)
-    // as `relay admin` does it: straight into the database file, not through the relay
-    r.t.relay.sqlite!.run(`UPDATE agents SET status = 'suspended', suspended_reason = 'by the operator', updated_at = ? WHERE public_key = ?`, [r.t.clock.now(), keys.publicKey])
+    // as `relay admin` does it: straight into the database, not through the relay
+    await r.t.sql(`UPDATE agents SET status = 'suspended', suspended_reason = 'by the operator', updated_at = ? WHERE public_key = ?`, [r.t.clock.now(), keys.publicKey])
     await r.t.relay.watchSuspensions()
     expect((await p.waitClosed()).code).toBe(4003)
   })

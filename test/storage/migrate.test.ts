@@ -254,6 +254,43 @@ describe.skipIf(!node)('relay migrate', () => {
     expect(run.stdout).toContain('verified: every source row is in the target\n')
   }, 60_000)
 
+  test('a run killed mid-copy leaves a mark: relays refuse the database until a second run finishes it', async () => {
+    const db = await pg.createDatabase('interrupted')
+    // one row per statement, so the copy is still under way when it is killed
+    const proc = spawn([process.execPath, MAIN, 'migrate', '--to', db, '--data-dir', seeded.dataDir, '--batch', '1'], {
+      cwd: work,
+      env: { PATH: process.env.PATH ?? '' },
+      stdin: 'ignore',
+      stdout: 'ignore',
+      stderr: 'pipe',
+    })
+    const reader = proc.stderr.getReader()
+    let err = ''
+    while (!err.includes('migrate: copying')) {
+      const { done, value } = await reader.read()
+      if (done) break
+      err += new TextDecoder().decode(value)
+    }
+    proc.kill('SIGKILL')
+    await proc.exited
+    expect(err).toContain('migrate: copying')
+    // an instance on it stops at start with one line naming the fix
+    const refused = await openPostgres(db, { logger: silentLogger, clock: new FakeClock(), lockWaitMs: 1000 }).then(
+      async (o) => {
+        await o.storage.close()
+        return 'started'
+      },
+      (e: Error) => e.message,
+    )
+    expect(refused).toMatch(/holds an unfinished `relay migrate` \(started .* from .*relay\.db\): run `relay migrate --to …` again with the same source to finish it/)
+    // the second run finishes the copy and removes the mark; instances start
+    const again = await relayMigrate(['--to', db, '--data-dir', seeded.dataDir])
+    expect({ code: again.code, errors: again.stderr.split('\n').filter((l) => l.startsWith('relay: error')) }).toEqual({ code: 0, errors: [] })
+    expect(again.stdout).toContain('verified: every source row is in the target')
+    const opened = await openPostgres(db, { logger: silentLogger, clock: new FakeClock(), lockWaitMs: 1000 })
+    await opened.storage.close()
+  }, 60_000)
+
   test('what the target refuses, or bytes that do not match their address, exit 1 naming them', async () => {
     const copy = join(work, 'damaged')
     cpSync(seeded.dataDir, copy, { recursive: true })

@@ -41,7 +41,7 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
       openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 }),
       openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 }),
     ])
-  })
+   }, 30_000)
 
   afterAll(async () => {
     await a?.storage.close()
@@ -154,54 +154,96 @@ describe.skipIf(bin === null)('PostgreSQL cluster: two instances on one database
     expect((await b.storage.rates.hit('send:shared', 30, 60_000, T0 + 100)).allowed).toBe(false)
   })
 
+  /** Two more instances beating every 100 ms (rows lapse after 300 ms), past their first three beats. */
+  async function beating(): Promise<[OpenedStorage, OpenedStorage]> {
+    const pair = await Promise.all([
+      openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 100 }),
+      openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 100 }),
+    ])
+    // an instance judges lapsed heartbeats once it has reached the database for three intervals
+    await Bun.sleep(350)
+    return pair
+  }
+
   test('open WebSockets are counted across instances; a dead instance stops counting after its heartbeat lapses', async () => {
-    const k = key('Ws')
-    const now = clock.now()
-    expect(await a.connections.tryAdd(k, 'c1', 2, now)).toBe(true)
-    expect(await b.connections.tryAdd(k, 'c2', 2, now)).toBe(true)
-    expect(await b.connections.tryAdd(k, 'c3', 2, now)).toBe(false)
-    expect(await a.connections.tryAdd(k, 'c3', 2, now)).toBe(false)
-    await b.connections.remove(k, 'c2')
-    expect(await a.connections.tryAdd(k, 'c3', 2, now)).toBe(true)
-    await b.connections.heartbeat(now)
-    // A stops beating (heartbeat every 60 s here): three intervals later its connections no longer count
-    expect(await b.connections.tryAdd(k, 'c4', 2, now + 179_000)).toBe(false)
-    expect(await b.connections.tryAdd(k, 'c4', 2, now + 180_001)).toBe(true)
-    expect(await b.connections.tryAdd(k, 'c5', 2, now + 180_001)).toBe(true)
-    expect(await b.connections.tryAdd(k, 'c6', 2, now + 180_001)).toBe(false)
-    // while an instance that beats keeps its connections counted
-    await b.connections.heartbeat(now + 300_000)
-    expect(await a.connections.tryAdd(k, 'c7', 2, now + 400_000)).toBe(false)
+    const [x, y] = await beating()
+    try {
+      const k = key('Ws')
+      const now = clock.now()
+      expect(await x.connections.tryAdd(k, 'c1', 2, now)).toBe(true)
+      expect(await y.connections.tryAdd(k, 'c2', 2, now)).toBe(true)
+      expect(await y.connections.tryAdd(k, 'c3', 2, now)).toBe(false)
+      expect(await x.connections.tryAdd(k, 'c3', 2, now)).toBe(false)
+      await y.connections.remove(k, 'c2')
+      expect(await x.connections.tryAdd(k, 'c3', 2, now)).toBe(true)
+      // X stops beating (its link stays): three intervals later its connections no longer count
+      await (x.connections as unknown as { close(o: { forget: boolean }): Promise<void> }).close({ forget: false })
+      expect(await y.connections.tryAdd(k, 'c4', 2, now)).toBe(false)
+      await Bun.sleep(450)
+      expect(await y.connections.tryAdd(k, 'c4', 2, now)).toBe(true)
+      expect(await y.connections.tryAdd(k, 'c5', 2, now)).toBe(true)
+      expect(await y.connections.tryAdd(k, 'c6', 2, now)).toBe(false)
+      // while an instance that beats keeps its connections counted, however long
+      await Bun.sleep(500)
+      expect(await x.connections.tryAdd(k, 'c7', 2, now)).toBe(false)
+    } finally {
+      await x.storage.close()
+      await y.storage.close()
+    }
   })
 
   test('an instance gone at once (kill -9): its connections stop counting when its link leaves the server, not 15 s later', async () => {
-    const c = await openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000 })
+    // heartbeats every 60 s: rows lapse after 3 minutes, so only the link can free the slots here (and the
+    // server, started moments ago, is not given the grace of a restart)
+    const [judge, c] = await Promise.all([
+      openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000, linkGraceMs: 0 }),
+      openPostgres(url, { logger: silentLogger, clock, lockWaitMs: 1000, heartbeatMs: 60_000, linkGraceMs: 0 }),
+    ])
     const k = key('Killed')
     const now = clock.now()
-    expect(await c.connections.tryAdd(k, 'x1', 2, now)).toBe(true)
-    expect(await c.connections.tryAdd(k, 'x2', 2, now)).toBe(true)
-    expect(await a.connections.tryAdd(k, 'y1', 2, now)).toBe(false)
-    // the process dies: its rows stay, with a fresh heartbeat, but its connections are gone from the server
-    await c.signals.close()
-    await (c.connections as unknown as { close(o: { forget: boolean }): Promise<void> }).close({ forget: false })
-    await eventually(async () => await a.connections.tryAdd(k, 'y1', 2, now), 5000)
-    expect(await a.connections.tryAdd(k, 'y2', 2, now)).toBe(true)
-    expect(await a.connections.tryAdd(k, 'y3', 2, now)).toBe(false)
-    await c.storage.close()
+    try {
+      expect(await c.connections.tryAdd(k, 'x1', 2, now)).toBe(true)
+      expect(await c.connections.tryAdd(k, 'x2', 2, now)).toBe(true)
+      expect(await judge.connections.tryAdd(k, 'y1', 2, now)).toBe(false)
+      // the process dies: its rows stay, with a fresh heartbeat, but its connections are gone from the server
+      await c.signals.close()
+      await (c.connections as unknown as { close(o: { forget: boolean }): Promise<void> }).close({ forget: false })
+      await eventually(async () => await judge.connections.tryAdd(k, 'y1', 2, now), 5000)
+      expect(await judge.connections.tryAdd(k, 'y2', 2, now)).toBe(true)
+      expect(await judge.connections.tryAdd(k, 'y3', 2, now)).toBe(false)
+    } finally {
+      await c.storage.close()
+      await judge.storage.close()
+    }
   })
 
   test('an instance cut off longer than three heartbeats: its connections, cleared by the others, are counted again', async () => {
+    const [p, q] = await beating()
     const k = key('Cutoff')
-    const now = clock.now() + 1_000_000
-    expect(await a.connections.tryAdd(k, 'z1', 2, now)).toBe(true)
-    expect(await a.connections.tryAdd(k, 'z2', 2, now)).toBe(true)
-    // A could not beat for 200 s (heartbeats every 60 s here): B clears its rows as a dead instance's
-    await b.connections.heartbeat(now + 200_000)
-    // A reaches the database again: its heartbeat writes back the connections it still holds
-    await a.connections.heartbeat(now + 200_000)
-    expect(await b.connections.tryAdd(k, 'z3', 2, now + 200_001)).toBe(false)
-    await a.connections.remove(k, 'z1')
-    expect(await b.connections.tryAdd(k, 'z3', 2, now + 200_001)).toBe(true)
+    const now = clock.now()
+    try {
+      expect(await p.connections.tryAdd(k, 'z1', 2, now)).toBe(true)
+      expect(await p.connections.tryAdd(k, 'z2', 2, now)).toBe(true)
+      // P cannot beat for a while (its timer stops; it still holds its sockets): its rows look a second
+      // old, and Q clears them as a dead instance's
+      clearInterval((p.connections as unknown as { timer: ReturnType<typeof setInterval> }).timer)
+      const sql = new SQL({ url, max: 1 })
+      try {
+        await sql.unsafe('UPDATE ws_connections SET heartbeat_at = heartbeat_at - 1000 WHERE public_key = $1', [k])
+        await q.connections.heartbeat(0)
+        expect((await sql.unsafe('SELECT count(*)::int AS n FROM ws_connections WHERE public_key = $1', [k]))[0].n).toBe(0)
+      } finally {
+        await sql.close()
+      }
+      // P reaches the database again: its heartbeat writes back the connections it still holds
+      await p.connections.heartbeat(0)
+      expect(await q.connections.tryAdd(k, 'z3', 2, now)).toBe(false)
+      await p.connections.remove(k, 'z1')
+      expect(await q.connections.tryAdd(k, 'z3', 2, now)).toBe(true)
+    } finally {
+      await p.storage.close()
+      await q.storage.close()
+    }
   })
 
   test('connection ids are per instance: the same id on two instances is two connections', async () => {

@@ -1,6 +1,7 @@
 /**
  * The test harness: a real relay on a temp data directory (real SQLite file, real blob dir) with a
- * fake clock, driven in process through `relay.handle(Request)`.
+ * fake clock, driven in process through `relay.handle(Request)`. With RELAY_TEST_BACKEND=postgres the
+ * relay runs on a fresh PostgreSQL database of its own instead (test/support/backend.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,6 +13,8 @@ import { withOverrides } from '../../src/config/load.ts'
 import { FakeClock } from '../../src/lib/clock.ts'
 import { silentLogger, type Logger } from '../../src/lib/logger.ts'
 import { createRelay, type Relay } from '../../src/relay.ts'
+import type { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
+import { ON_POSTGRES, openTestPostgres, testDatabase } from './backend.ts'
 
 export const BASE_URL = 'http://relay.test'
 
@@ -23,6 +26,16 @@ export interface TestRelay {
   client(keys?: KeyPair): RelayClient
   /** Sends a Request through the full pipeline. */
   handle(req: Request): Promise<Response>
+  /**
+   * Runs one statement on the relay's own database, whichever the backend: `?` placeholders, integers
+   * (PostgreSQL bigints too) as numbers, booleans as 1/0 as SQLite has them. For tests that set up or
+   * inspect rows the API cannot reach; write SQL both dialects accept (TRUE/FALSE for booleans).
+   */
+  sql<T = Record<string, any>>(text: string, params?: unknown[]): Promise<T[]>
+  /** Another relay on the same data (directory or database) while this one runs: a second process, or a crash's successor. */
+  another(): Promise<Relay>
+  /** Entries of the replay log (accepted signatures still remembered). */
+  replayEntries(): Promise<number>
   /** Stops the relay and opens a new one on the same data directory (a restart). */
   restart(): Promise<void>
   close(): Promise<void>
@@ -38,25 +51,41 @@ export async function startTestRelay(
 ): Promise<TestRelay> {
   const clock = opts.clock ?? new FakeClock()
   const dataDir = opts.dataDir ?? tempDir()
-  const make = () =>
-    createRelay(withOverrides({ dataDir, port: 0, logLevel: 'error', ...overrides }), {
+  const logger = opts.logger ?? silentLogger
+  // one database per test relay, kept across restarts (a restart reopens the same data)
+  const database = ON_POSTGRES ? await testDatabase() : null
+  const config = withOverrides({ dataDir, port: 0, logLevel: 'error', ...overrides })
+  if (database) config.database = { ...config.database, url: database.url }
+  const make = async () =>
+    createRelay(config, {
       clock,
-      logger: opts.logger ?? silentLogger,
+      logger,
       fetch: opts.fetch,
+      opened: database ? await openTestPostgres(database.url, { logger, clock, lockWaitMs: config.database.lockWaitMs }) : undefined,
     })
   const t: TestRelay = {
-    relay: make(),
+    relay: await make(),
     clock,
     dataDir,
     client: (keys = generateKeyPair()) =>
       new RelayClient({ baseUrl: BASE_URL, keys, fetch: (req) => t.relay.handle(req), now: () => clock.now() }),
     handle: (req) => t.relay.handle(req),
+    async sql<T>(text: string, params: unknown[] = []) {
+      if (!database) return t.relay.sqlite!.query(text).all(...(params as any[])) as T[]
+      return database.query<T>(text, params)
+    },
+    another: make,
+    async replayEntries() {
+      if (!database) return (t.relay.storage as SqliteStorage).replay.rows()
+      return (await database.query<{ n: number }>('SELECT count(*) AS n FROM replay_log'))[0].n
+    },
     async restart() {
       await t.relay.stop()
-      t.relay = make()
+      t.relay = await make()
     },
     async close() {
       await t.relay.stop()
+      await database?.drop()
       rmSync(dataDir, { recursive: true, force: true })
     },
   }

@@ -25,7 +25,7 @@ describe('happy path', () => {
     expect(await a.getWebhook()).toEqual(created)
 
     // a webhook that failed and was disabled comes back enabled with no failures
-    t.relay.sqlite!.run('UPDATE webhooks SET enabled = 0, consecutive_failures = 3 WHERE public_key = ?', [a.publicKey])
+    await t.sql('UPDATE webhooks SET enabled = FALSE, consecutive_failures = 3 WHERE public_key = ?', [a.publicKey])
     expect(await a.getWebhook()).toMatchObject({ enabled: false, consecutive_failures: 3 })
     t.clock.advance(5000)
     const replaced = await a.setWebhook('http://other.example:8080/in?x=1', secret())
@@ -43,8 +43,19 @@ describe('happy path', () => {
     const a = t.client()
     const s = secret()
     await a.setWebhook('https://agent.example/hook', s)
-    const stored = t.relay.sqlite!.query<{ secret: string }, [string]>('SELECT secret FROM webhooks WHERE public_key = ?').get(a.publicKey)
+    const [stored] = await t.sql<{ secret: string }>('SELECT secret FROM webhooks WHERE public_key = ?', [a.publicKey])
     expect(stored?.secret).toBe(s)
+  })
+})
+
+describe('at the same moment', () => {
+  test('five PUTs at once: one webhook, the last written', async () => {
+    const a = t.client()
+    const urls = Array.from({ length: 5 }, (_, i) => `https://agent.example/hook/${i}`)
+    const statuses = (await Promise.all(urls.map((u) => a.transport.send('PUT', `/v1/agents/${a.publicKey}/webhook`, { url: u, secret: secret() })))).map((r) => r.status)
+    expect(statuses).toEqual([200, 200, 200, 200, 200])
+    expect(urls).toContain((await a.getWebhook()).url)
+    expect(await t.sql('SELECT count(*) AS n FROM webhooks WHERE public_key = ?', [a.publicKey])).toEqual([{ n: 1 }])
   })
 })
 

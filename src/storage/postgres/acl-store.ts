@@ -9,7 +9,9 @@ const COLUMNS = `id, owner_key AS "ownerKey", peer_key AS "peerKey", entry_type 
 export class PgAclStore implements AclStore {
   constructor(private readonly db: Db) {}
 
+  /** In a transaction, locks the owner's entries until commit (see count): a PUT decides on what it found. */
   async find(ownerKey: string, peerKey: string): Promise<AclRecord | null> {
+    await this.lockOwner(ownerKey)
     return one<AclRecord>(this.db, `SELECT ${COLUMNS} FROM acl_entries WHERE owner_key = $1 AND peer_key = $2`, [ownerKey, peerKey])
   }
 
@@ -24,7 +26,17 @@ export class PgAclStore implements AclStore {
       : rows<AclRecord>(this.db, `SELECT ${COLUMNS} FROM acl_entries WHERE owner_key = $1 ORDER BY id DESC`, [ownerKey])
   }
 
+  private async lockOwner(ownerKey: string): Promise<void> {
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.acl:${ownerKey}`])
+  }
+
+  /**
+   * The owner's entries. In a transaction the count holds until it commits: a lock on the owner's key
+   * makes a count-then-insert of two requests at the same moment take turns (as SQLite's single writer
+   * does), so a limit checked on the count cannot be passed.
+   */
   async count(ownerKey: string): Promise<number> {
+    await this.lockOwner(ownerKey)
     return (await one<{ n: number }>(this.db, `SELECT count(*)::int AS n FROM acl_entries WHERE owner_key = $1`, [ownerKey]))?.n ?? 0
   }
 

@@ -24,7 +24,13 @@ export class PgBlobRecordStore implements BlobRecordStore {
     return one<BlobRecord>(this.db, `SELECT ${COLUMNS} FROM blobs WHERE blob_id = $1`, [blobId])
   }
 
+  /**
+   * The owner's record of this content. It starts an upload's decision: in a transaction a lock on the
+   * owner's key makes two uploads of one owner take turns until commit (as SQLite's single writer does),
+   * so identical bytes make one record and the quota read by `usage` cannot be passed.
+   */
   async ownedByHash(ownerKey: string, hashHex: string, now: number): Promise<BlobRecord | null> {
+    await this.lockOwner(ownerKey)
     return one<BlobRecord>(
       this.db,
       `SELECT ${COLUMNS} FROM blobs WHERE owner_key = $1 AND hash = $2 AND expires_at > $3 ORDER BY expires_at DESC LIMIT 1`,
@@ -32,7 +38,12 @@ export class PgBlobRecordStore implements BlobRecordStore {
     )
   }
 
+  private async lockOwner(ownerKey: string): Promise<void> {
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', [`relay.blobs:${ownerKey}`])
+  }
+
   async usage(ownerKey: string, now: number): Promise<{ usedBytes: number; largestBytes: number }> {
+    await this.lockOwner(ownerKey)
     const row = await one<{ used: number | null; largest: number | null }>(
       this.db,
       `SELECT sum(size_bytes)::float8 AS used, max(size_bytes)::float8 AS largest FROM blobs WHERE owner_key = $1 AND expires_at > $2`,
@@ -41,7 +52,9 @@ export class PgBlobRecordStore implements BlobRecordStore {
     return { usedBytes: row?.used ?? 0, largestBytes: row?.largest ?? 0 }
   }
 
+  /** Every owner's bytes; in a transaction, uploads of all owners take turns from here to commit (the relay-wide quota). */
   async totalUsage(now: number): Promise<number> {
+    await exec(this.db, 'SELECT pg_advisory_xact_lock(hashtext($1))', ['relay.blobs.total'])
     return (await one<{ used: number | null }>(this.db, `SELECT sum(size_bytes)::float8 AS used FROM blobs WHERE expires_at > $1`, [now]))?.used ?? 0
   }
 
@@ -56,7 +69,14 @@ export class PgBlobRecordStore implements BlobRecordStore {
     )
   }
 
+  /**
+   * Whether an unexpired message attaches the blob. The blob's row is locked first, and the links are
+   * read by a statement of their own after it: a send attaching the blob holds that row (it extends the
+   * blob's expiry) until it commits, so its links are seen here — a delete in the same transaction
+   * cannot remove a blob that a send has just attached (SQLite's single writer gives the same order).
+   */
   async isReferenced(blobId: string, now: number): Promise<boolean> {
+    await exec(this.db, `SELECT 1 FROM blobs WHERE blob_id = $1 FOR UPDATE`, [blobId])
     return (await one(this.db, `SELECT 1 AS one FROM message_blobs WHERE blob_id = $1 AND expires_at > $2 LIMIT 1`, [blobId, now])) !== null
   }
 

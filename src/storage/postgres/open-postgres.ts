@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/clock.ts'
 import type { Logger } from '../../lib/logger.ts'
 import type { OpenedStorage } from '../open-storage.ts'
 import { LINK_APPLICATION_PREFIX, PostgresConnectionRegistry } from './connection-registry.ts'
+import { readMigrateMark } from './migrate-mark.ts'
 import { migrate } from './migrate.ts'
 import { PostgresSignals } from './signals.ts'
 import { PostgresStorage } from './postgres-storage.ts'
@@ -62,7 +63,7 @@ export function synchronousCommitPromise(setting: string): { level: 'info' | 'wa
 
 export async function openPostgres(
   url: string,
-  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number; signalProbeMs?: number; poolSize?: number },
+  opts: { logger: Logger; clock: Clock; lockWaitMs: number; tool?: boolean; heartbeatMs?: number; linkGraceMs?: number; signalProbeMs?: number; poolSize?: number },
 ): Promise<OpenedStorage> {
   const poolSize = opts.tool ? 2 : (opts.poolSize ?? DEFAULT_POOL_SIZE)
   const sql = new SQL({
@@ -93,8 +94,17 @@ export async function openPostgres(
     await sql.close().catch(() => {})
     throw new Error(`database ${describeDatabase(url)} could not be migrated: ${reason(err, url)}`)
   }
+  if (!opts.tool) {
+    const mark = await readMigrateMark(sql).catch(() => null)
+    if (mark) {
+      await sql.close().catch(() => {})
+      throw new Error(
+        `database ${describeDatabase(url)} holds an unfinished \`relay migrate\` (started ${mark.started_at} from ${mark.source}): run \`relay migrate --to …\` again with the same source to finish it, then start the relay`,
+      )
+    }
+  }
   const instanceId = randomUUID()
-  const connections = new PostgresConnectionRegistry(sql, instanceId, opts.clock, opts.logger, opts.heartbeatMs)
+  const connections = new PostgresConnectionRegistry(sql, instanceId, opts.clock, opts.logger, opts.heartbeatMs, opts.linkGraceMs)
   let signals: PostgresSignals | null = null
   const storage = new PostgresStorage(sql, {
     logger: opts.logger,

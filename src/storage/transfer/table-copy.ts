@@ -13,6 +13,7 @@
 import type { Database } from 'bun:sqlite'
 import type { SQL } from 'bun'
 import { escapeText } from '../postgres/db.ts'
+import { MIGRATE_MARK_KEY } from '../postgres/migrate-mark.ts'
 
 /**
  * The tables of a relay, in the order they are copied unless the target's foreign keys ask for
@@ -324,7 +325,9 @@ function countRows(source: Database, table: string): number {
 }
 
 async function countTarget(target: SQL, table: string): Promise<number> {
-  const rows: { n: string | number }[] = await target.unsafe(`SELECT count(*) AS n FROM ${quote(table)}`)
+  // the mark of the copy under way is not one of the relay's rows
+  const where = table === 'relay_state' ? ` WHERE key <> '${MIGRATE_MARK_KEY}'` : ''
+  const rows: { n: string | number }[] = await target.unsafe(`SELECT count(*) AS n FROM ${quote(table)}${where}`)
   return Number(rows[0]?.n ?? 0)
 }
 
