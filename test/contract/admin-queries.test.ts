@@ -3,7 +3,7 @@
  * it runs unchanged against every storage implementation: agents in creation order, filtered by status,
  * resumed after a position; the webhook queue without finished deliveries, soonest due first.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,10 +11,11 @@ import { generateKeyPair } from '../../src/auth/sign.ts'
 import { silentLogger } from '../../src/lib/logger.ts'
 import type { Storage } from '../../src/services/ports.ts'
 import { SqliteStorage } from '../../src/storage/sqlite/sqlite-storage.ts'
-import { postgresBackend } from './backends.ts'
+import { PREPARE_TIMEOUT_MS, postgresBackend } from './backends.ts'
 
 interface Implementation {
   name: string
+  prepare?(): Promise<void>
   open(): Promise<{ storage: Storage; close(): Promise<void> }>
 }
 
@@ -34,13 +35,14 @@ const IMPLEMENTATIONS: Implementation[] = [
     },
   },
   // PostgreSQL (cluster mode) when its programs are installed: a fresh database on the test server
-  ...(postgresBackend.available ? [{ name: 'postgres', open: () => postgresBackend.open() }] : []),
+  ...(postgresBackend.available ? [{ name: 'postgres', prepare: () => postgresBackend.prepare(), open: () => postgresBackend.open() }] : []),
 ]
 
 const T0 = Date.parse('2026-11-22T10:00:00.000Z')
 
 for (const impl of IMPLEMENTATIONS) {
   describe(`AdminQueries on ${impl.name}`, () => {
+    beforeAll(() => impl.prepare?.(), PREPARE_TIMEOUT_MS)
     let opened: Awaited<ReturnType<Implementation['open']>> | undefined
     afterEach(async () => {
       await opened?.close()

@@ -25,13 +25,19 @@ export interface Backend {
   available: boolean
   /** Several processes or instances may share the storage (cluster semantics apply). */
   shared: boolean
+  /** Starts what the backend needs once (a server start can take seconds under load; give it a long hook timeout). */
+  prepare(): Promise<void>
   open(): Promise<Opened>
 }
+
+/** Hook timeout for `prepare`: a PostgreSQL server's first start on a loaded machine. */
+export const PREPARE_TIMEOUT_MS = 60_000
 
 export const sqliteBackend: Backend = {
   name: 'sqlite',
   available: true,
   shared: false,
+  async prepare() {},
   async open() {
     const dir = tempDir('relay-contract-')
     const storage = new SqliteStorage({ path: join(dir, 'relay.db'), lockWaitMs: 1000, logger: silentLogger, now: new FakeClock().now() })
@@ -52,6 +58,9 @@ export const postgresBackend: Backend = {
   name: 'postgres',
   available: pgBin !== null,
   shared: true,
+  async prepare() {
+    await sharedPostgres(pgBin as string)
+  },
   async open() {
     const pg = await sharedPostgres(pgBin as string)
     const url = await pg.createDatabase(`contract_${++databases}`)

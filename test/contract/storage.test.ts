@@ -3,7 +3,7 @@
  * embedded SQLite file and PostgreSQL. Each test opens a fresh, empty storage; times are plain numbers
  * passed in, as the services do.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { RelayError } from '../../src/errors.ts'
 import { silentLogger } from '../../src/lib/logger.ts'
 import { FakeClock } from '../../src/lib/clock.ts'
@@ -11,7 +11,7 @@ import type { DiscoveryFilter, MessageRecord } from '../../src/services/models/r
 import type { Storage } from '../../src/services/ports.ts'
 import { openPostgres } from '../../src/storage/postgres/open-postgres.ts'
 import { postgresRunner, sharedPostgres, startPostgres } from '../support/postgres.ts'
-import { BACKENDS, type Opened } from './backends.ts'
+import { BACKENDS, PREPARE_TIMEOUT_MS, type Opened } from './backends.ts'
 
 const T0 = 1_795_000_000_000
 const HOUR = 3_600_000
@@ -44,6 +44,7 @@ const caps = (...list: { name: string; description?: string; tags?: string[] }[]
 
 for (const backend of BACKENDS) {
   describe.skipIf(!backend.available)(`storage contract: ${backend.name}`, () => {
+    beforeAll(() => backend.prepare(), PREPARE_TIMEOUT_MS)
     let opened: Opened | null = null
     const open = async (): Promise<Storage> => {
       opened = await backend.open()
