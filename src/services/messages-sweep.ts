@@ -11,7 +11,8 @@
  * takes about `targetBatchMs` on any hardware. Between batches the sweep waits as long as the last batch
  * took (at least one turn of the event loop), so a large backlog — a million messages expiring at once —
  * takes at most half of the event loop while requests keep arriving, instead of all of it but one turn
- * per batch.
+ * per batch. Then it waits for the database to absorb the batch (Storage.caughtUp: on SQLite the WAL is
+ * checkpointed while the sweep pauses), so requests never queue behind a checkpoint of its writes.
  */
 import type { ExpireBatchResult, Storage, Stores, SweepCursor } from './ports.ts'
 
@@ -81,7 +82,7 @@ export class MessageSweeper {
         result.batches++
         pos = b.last
         if (b.scanned < size) break
-        await this.pause(this.lastBatchMs)
+        await this.between()
       }
       await this.storage.state.setNumber(SWEEP_WATERMARK_KEY, now)
     }
@@ -93,9 +94,15 @@ export class MessageSweeper {
       result.removed_expired += n
       result.batches++
       if (n < size) break
-      await this.pause(this.lastBatchMs)
+      await this.between()
     }
     return result
+  }
+
+  /** Between batches: the event loop's share for requests, then the database's turn to absorb the batch. */
+  private async between(): Promise<void> {
+    await this.pause(this.lastBatchMs)
+    await this.storage.caughtUp?.()
   }
 
   /** Runs one batch in its own transaction and adapts the next batch size to how long it took. */

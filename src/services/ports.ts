@@ -345,6 +345,12 @@ export interface Storage extends Stores {
    * `ran: false` then. One instance at a time per job.
    */
   exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }>
+  /**
+   * Background jobs that write in batches (the expiry sweep) await this between batches: it resolves
+   * once the database has absorbed what they wrote (SQLite: its WAL checkpointed while they pause), so
+   * that requests never wait behind that work. Absent where there is nothing to wait for.
+   */
+  caughtUp?(): Promise<void>
   /** Health figures of the database (component `database` of /v1/health/details). */
   health(): Promise<{ status: 'ok' | 'degraded' | 'down' } & Record<string, unknown>>
   /** Null when the database takes writes now; else why not (readiness). */

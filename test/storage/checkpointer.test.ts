@@ -45,3 +45,29 @@ test('checkpoints move to the worker and come back when it stops', async () => {
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('caughtUp: a WAL holding more than the restart size is checkpointed from its start at once; a small one is left alone', async () => {
+  const dir = tempDir()
+  const path = join(dir, 'relay.db')
+  const c = openDatabase(path)
+  // a long interval: the ticks stay out of the way, only caughtUp asks for checkpoints
+  const cp = new Checkpointer(c, path, silentLogger, 60_000).start()
+  try {
+    const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
+    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
+    await until(() => cp.report().on_worker)
+    // over the restart size (4 MiB of frames): one RESTART, and the next write starts the WAL afresh
+    for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
+    const before = cp.report().restarts
+    await cp.caughtUp(5000)
+    expect(cp.report().restarts).toBe(before + 1)
+    c.transaction(() => insert.run('after', 'z'))()
+    // a WAL of a few frames now: nothing to wait for, no checkpoint
+    await cp.caughtUp(5000)
+    expect(cp.report().restarts).toBe(before + 1)
+  } finally {
+    await cp.stop()
+    c.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -17,7 +17,7 @@
  * writer or a reader is in the way they give up at once and are tried at the next tick.
  */
 import type { Database } from 'bun:sqlite'
-import { statSync } from 'node:fs'
+import { closeSync, openSync, readSync, statSync } from 'node:fs'
 import type { Logger } from '../../lib/logger.ts'
 
 const WORKER_SOURCE = `
@@ -68,6 +68,26 @@ const IDLE_TICKS = 5
 /** SQLite's default automatic checkpoint threshold, restored when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 
+/**
+ * Bytes of log the WAL holds now — its frames since it was last written from its start, whatever the
+ * file's size (a WAL written afresh keeps its length up to journal_size_limit). Read from the wal-index
+ * header (the `-shm` file, https://www.sqlite.org/walformat.html: mxFrame, a native-order 32-bit
+ * integer at byte 16); each frame is a page and a 24-byte header. 0 without a WAL.
+ */
+function walContentBytes(path: string, pageSize: number): number {
+  let fd: number | undefined
+  try {
+    fd = openSync(`${path}-shm`, 'r')
+    const header = new Uint8Array(4)
+    if (readSync(fd, header, 0, 4, 16) !== 4) return 0
+    return new DataView(header.buffer).getUint32(0, true) * (pageSize + 24)
+  } catch {
+    return 0
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
 export interface CheckpointStats {
   runs: number
   last_ms: number | null
@@ -91,13 +111,19 @@ export class Checkpointer {
   private lastWalBytes = -1
   private lastWalModified = 0
   private idleTicks = 0
+  /** A background writer asked for a RESTART checkpoint (`caughtUp`), and who waits for it. */
+  private restartRequested = false
+  private restartWaiters: (() => void)[] = []
+  private readonly pageSize: number
 
   constructor(
     private readonly client: Database,
     private readonly path: string,
     private readonly logger: Logger,
     private readonly intervalMs = 200,
-  ) {}
+  ) {
+    this.pageSize = (client.query('PRAGMA page_size').get() as { page_size: number } | null)?.page_size ?? 4096
+  }
 
   /**
    * Starts the worker once the WAL first reaches `WORKER_AFTER_WAL_BYTES` (checked every second), so
@@ -136,6 +162,33 @@ export class Checkpointer {
     }
   }
 
+  /**
+   * For background writers (the expiry sweep), between their batches: when the WAL is past
+   * RESTART_AFTER_BYTES, runs a RESTART checkpoint now and resolves once it ran (at most `maxMs`);
+   * at once otherwise, or while checkpoints are not on the worker. The frames a batch wrote are then
+   * copied while the batch's writer pauses — a passive pass first, so the RESTART itself, which holds
+   * writers off, has little left to copy — instead of at a tick that falls in the middle of the next
+   * batches, when requests would wait on the write lock behind a large copy and its sync.
+   */
+  caughtUp(maxMs = 1000): Promise<void> {
+    if (!this.ready || !this.worker || walContentBytes(this.path, this.pageSize) <= RESTART_AFTER_BYTES) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, maxMs)
+      function done() {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.restartWaiters.push(done)
+      this.restartRequested = true
+      if (!this.busy) this.tick()
+    })
+  }
+
+  private wakeRestartWaiters(): void {
+    this.restartRequested = false
+    for (const done of this.restartWaiters.splice(0)) done()
+  }
+
   report(): CheckpointStats {
     return { ...this.stats, max_ms: Math.round(this.stats.max_ms * 100) / 100 }
   }
@@ -172,6 +225,8 @@ export class Checkpointer {
       this.stats.last_ms = m.ms ?? null
       this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
       if (m.mode === 'RESTART') this.stats.restarts++
+      if (m.mode !== 'PASSIVE') this.wakeRestartWaiters()
+      else if (this.restartRequested) this.tick() // asked for while this pass ran
       if (m.mode === 'TRUNCATE') {
         this.stats.truncations++
         if (!m.result?.busy) this.stats.truncated++
@@ -200,7 +255,7 @@ export class Checkpointer {
     this.lastWalModified = modified
     const truncate = size > 0 && this.idleTicks >= IDLE_TICKS
     if (truncate) this.idleTicks = 0
-    const mode = truncate ? 'TRUNCATE' : size > RESTART_AFTER_BYTES ? 'RESTART' : 'PASSIVE'
+    const mode = truncate ? 'TRUNCATE' : this.restartRequested || walContentBytes(this.path, this.pageSize) > RESTART_AFTER_BYTES ? 'RESTART' : 'PASSIVE'
     this.busy = true
     this.worker.postMessage({ type: 'checkpoint', mode })
   }
@@ -212,6 +267,7 @@ export class Checkpointer {
   }
 
   private release(): void {
+    this.wakeRestartWaiters()
     this.worker?.terminate()
     this.worker = null
     this.ready = false

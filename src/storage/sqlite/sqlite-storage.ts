@@ -178,6 +178,10 @@ export class SqliteStorage implements Storage {
   }
 
   /** One process owns the database: a job runs unless a run of it has not finished yet. */
+  caughtUp(): Promise<void> {
+    return this.checkpointer.caughtUp()
+  }
+
   async exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
     if (this.runningJobs.has(job)) return { ran: false }
     this.runningJobs.add(job)
