@@ -37,6 +37,7 @@ export const FIRST_RUN_ONLY: Record<string, string> = {
   'auth/vectors.test.ts': 'canonical strings and signatures (no storage)',
   'auth/canonical-scalar.test.ts': 'canonical strings (no storage)',
   'auth/verify-pool.test.ts': 'the signature worker (no storage)',
+  'security/replay-soak.test.ts': "SQLite's replay log file and WALs under a sustained rate (on PostgreSQL: test/storage/postgres-cluster.test.ts prunes the shared log)",
 }
 
 const args = process.argv.slice(2)
