@@ -23,6 +23,7 @@ import { JsonTextError, MAX_JSON_DEPTH, parseJsonText } from '../lib/json-text.t
 import type { Logger } from '../lib/logger.ts'
 import { pathWithQuery } from '../lib/url.ts'
 import type { Authenticator, PrecheckedAuth } from '../services/authenticator.ts'
+import { parseContentLength } from '../services/blobs.ts'
 import type { AgentRecord } from '../services/models/records.ts'
 import type { RateLimiter } from '../services/rate-limiter.ts'
 import { withRateHeaders } from '../services/rate-limiter.ts'
@@ -215,12 +216,10 @@ export class RequestPipeline implements RouteSteps {
   private pendingUpload(inbound: Inbound, request: Request, pre: PrecheckedAuth, headers: Record<string, string>): PendingUpload {
     const { authenticator, limiter, clock } = this.deps
     const target = pathWithQuery(request.url)
-    const declared = request.headers.get('content-length')
-    const length = declared !== null && /^\d+$/.test(declared) ? Number(declared) : null
     return {
       claimedKey: pre.publicKey,
       // a slot for unverified uploads is held until the end of the body: one that crawls is cut (408)
-      rate: watchRate(this.uploadRate, length),
+      rate: watchRate(this.uploadRate, parseContentLength(request.headers.get('content-length'))),
       verify: async (hash) => {
         let caller
         try {
