@@ -51,7 +51,8 @@ test('caughtUp: a WAL holding more than the restart size is checkpointed from it
   const path = join(dir, 'relay.db')
   const c = openDatabase(path)
   // a long interval: the ticks stay out of the way, only caughtUp asks for checkpoints
-  const cp = new Checkpointer(c, path, silentLogger, 60_000).start()
+  let writersFree = 0
+  const cp = new Checkpointer(c, path, silentLogger, 60_000).onWritersFree(() => writersFree++).start()
   try {
     const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
     for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
@@ -61,6 +62,8 @@ test('caughtUp: a WAL holding more than the restart size is checkpointed from it
     const before = cp.report().restarts
     await cp.caughtUp(5000)
     expect(cp.report().restarts).toBe(before + 1)
+    // the RESTART held writers off: the writer is told the moment it ended
+    expect(writersFree).toBe(1)
     c.transaction(() => insert.run('after', 'z'))()
     // a WAL of a few frames now: nothing to wait for, no checkpoint
     await cp.caughtUp(5000)

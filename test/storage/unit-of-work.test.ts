@@ -149,6 +149,26 @@ describe('grouped commits', () => {
 })
 
 describe('another process holds the write lock', () => {
+  test('a write waiting for the lock tries again the moment the lock is let go in this process, not at its next timer', async () => {
+    const { storage, path } = open(2000)
+    const release = holdLock(path)
+    let done = false
+    const write = storage.transaction(async (tx) => tx.state.setNumber('waited', 1)).then(() => (done = true))
+    // past the first retries: the write now sleeps on a 20-50 ms timer
+    await Bun.sleep(40)
+    expect(done).toBe(false)
+    release()
+    storage.uow.retryLockNow()
+    // the write runs and commits in the same turn, long before its timer
+    await new Promise((r) => setImmediate(r))
+    expect(done).toBe(true)
+    await write
+    expect(await storage.state.getNumber('waited')).toBe(1)
+    // one write found the lock taken (an operator's health figure)
+    expect(await storage.health()).toMatchObject({ lock_waits: 1, lock_timeouts: 0 })
+    await storage.close()
+  })
+
   test('writes fail with 503 and Retry-After after the lock wait; reads go on; writes resume after', async () => {
     const { storage, path } = open(150)
     await storage.state.setNumber('before', 1)

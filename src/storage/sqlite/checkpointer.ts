@@ -115,6 +115,8 @@ export class Checkpointer {
   private restartRequested = false
   private restartWaiters: (() => void)[] = []
   private readonly pageSize: number
+  /** Told when a checkpoint that holds writers off (RESTART, TRUNCATE) has ended. */
+  private writersFree: () => void = () => {}
 
   constructor(
     private readonly client: Database,
@@ -184,6 +186,12 @@ export class Checkpointer {
     })
   }
 
+  /** `listener` runs whenever a checkpoint that held writers off has ended (the writer retries its lock then). */
+  onWritersFree(listener: () => void): this {
+    this.writersFree = listener
+    return this
+  }
+
   private wakeRestartWaiters(): void {
     this.restartRequested = false
     for (const done of this.restartWaiters.splice(0)) done()
@@ -225,8 +233,10 @@ export class Checkpointer {
       this.stats.last_ms = m.ms ?? null
       this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
       if (m.mode === 'RESTART') this.stats.restarts++
-      if (m.mode !== 'PASSIVE') this.wakeRestartWaiters()
-      else if (this.restartRequested) this.tick() // asked for while this pass ran
+      if (m.mode !== 'PASSIVE') {
+        this.writersFree()
+        this.wakeRestartWaiters()
+      } else if (this.restartRequested) this.tick() // asked for while this pass ran
       if (m.mode === 'TRUNCATE') {
         this.stats.truncations++
         if (!m.result?.busy) this.stats.truncated++

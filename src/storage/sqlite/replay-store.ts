@@ -89,7 +89,7 @@ export class SqliteReplayStore implements ReplayStore {
       },
       { lockWaitMs: opts.lockWaitMs, warn: (m, f) => opts.logger.warn(m, f), sync: this.sync ? () => this.sync!.sync() : undefined },
     )
-    this.checkpointer = new Checkpointer(this.db, path, opts.logger)
+    this.checkpointer = new Checkpointer(this.db, path, opts.logger).onWritersFree(() => this.uow.retryLockNow())
     if (!opts.tool) this.checkpointer.start()
 
     this.lastId = this.db.query<{ id: number | null }, []>('SELECT max(id) AS id FROM replay_log').get()?.id ?? 0

@@ -126,7 +126,7 @@ export class SqliteStorage implements Storage {
     const { writer, reader } = openRelayDatabase(opts.path)
     this.writer = writer
     this.reader = reader
-    this.checkpointer = new Checkpointer(writer, opts.path, opts.logger)
+    this.checkpointer = new Checkpointer(writer, opts.path, opts.logger).onWritersFree(() => this.uow.retryLockNow())
     if (!opts.tool) this.checkpointer.start()
     const cache = new AgentCache()
     const onCommit = (step: () => void) => this.uow.onCommit(step)
@@ -202,6 +202,7 @@ export class SqliteStorage implements Storage {
       writes_waiting: this.uow.waiting,
       commits: this.uow.stats.commits,
       group_reruns: this.uow.stats.reruns,
+      lock_waits: this.uow.stats.lock_waits,
       lock_timeouts: this.uow.stats.lock_timeouts,
       durability: this.durability,
       syncs: this.walSync?.syncs ?? null,

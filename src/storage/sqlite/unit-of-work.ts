@@ -67,10 +67,12 @@ export class SqliteUnitOfWork<S> {
   private readonly maxBatch: number
   /** Groups left to run carefully (see the header). */
   private careful = 0
-  /** Commits made, groups run again carefully, and groups refused because the lock stayed taken (health figures). */
-  readonly stats = { commits: 0, units: 0, reruns: 0, lock_timeouts: 0, sync_failures: 0 }
+  /** Commits made, groups run again carefully, waits for a write lock held elsewhere, and groups refused because it stayed taken (health figures). */
+  readonly stats = { commits: 0, units: 0, reruns: 0, lock_waits: 0, lock_timeouts: 0, sync_failures: 0 }
   /** Syncs of committed groups not yet returned (fsync mode). */
   private readonly syncing = new Set<Promise<void>>()
+  /** Ends the current wait for the write lock early (see `retryLockNow`). */
+  private wakeLockWait: (() => void) | null = null
 
   constructor(
     private readonly db: Database,
@@ -99,6 +101,14 @@ export class SqliteUnitOfWork<S> {
   /** Registers a step to run after the current group commits (e.g. dropping a cached row). */
   onCommit(step: () => void): void {
     this.afterCommit.push(step)
+  }
+
+  /**
+   * The write lock was just let go by a holder in this process (the checkpoint worker's RESTART or
+   * TRUNCATE, which hold writers off): a group waiting for it tries again now instead of at its next timer.
+   */
+  retryLockNow(): void {
+    this.wakeLockWait?.()
   }
 
   /** Units queued and not yet committed. */
@@ -251,9 +261,19 @@ export class SqliteUnitOfWork<S> {
       } catch (err) {
         const code = sqliteCode(err)
         if (code !== 'SQLITE_BUSY' && code !== 'SQLITE_LOCKED') return mapSqliteError(err)
+        if (attempt === 0) this.stats.lock_waits++
         const wait = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]
         if (performance.now() + wait > deadline) return databaseBusy()
-        await new Promise((r) => setTimeout(r, wait))
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, wait)
+          const self = this
+          function done() {
+            clearTimeout(timer)
+            self.wakeLockWait = null
+            resolve()
+          }
+          this.wakeLockWait = done
+        })
       }
     }
   }
