@@ -42,11 +42,19 @@ export function defaultFilesDir(env: Record<string, string | undefined>): string
 
 /**
  * Creates (or checks) the private directory: mode 0700, a real directory (not a symlink), owned by
- * this user, not readable or writable by others. Someone else's directory at that place is refused,
- * never used.
+ * this user, not readable or writable by others, in a directory no one else can rename entries of.
+ * Someone else's directory at that place is refused, never used.
  */
 export async function ensurePrivateDir(dir: string): Promise<string> {
   await mkdir(dirname(dir), { recursive: true, mode: 0o700 })
+  // whoever may rename entries in the directory above could swap ours for theirs after it is checked:
+  // that directory must be this user's (or root's), and writable by others only with the sticky bit
+  const above = await stat(dirname(dir))
+  const uid = process.getuid?.()
+  if (uid !== undefined && above.uid !== uid && above.uid !== 0) throw new FileRefusedError(`${dirname(dir)} belongs to another user (uid ${above.uid}): pass --files DIR`)
+  if ((above.mode & 0o022) !== 0 && (above.mode & 0o1000) === 0) {
+    throw new FileRefusedError(`${dirname(dir)} is writable by other users (mode ${(above.mode & 0o777).toString(8)}): chmod go-w it or pass --files DIR`)
+  }
   try {
     await mkdir(dir, { mode: 0o700 })
   } catch (err) {
@@ -54,7 +62,6 @@ export async function ensurePrivateDir(dir: string): Promise<string> {
   }
   const info = await lstat(dir)
   if (info.isSymbolicLink() || !info.isDirectory()) throw new FileRefusedError(`${dir} is not a directory (a symlink or a file is there): remove it or pass --files DIR`)
-  const uid = process.getuid?.()
   if (uid !== undefined && info.uid !== uid) throw new FileRefusedError(`${dir} belongs to another user (uid ${info.uid}): remove it or pass --files DIR`)
   if ((info.mode & 0o077) !== 0) throw new FileRefusedError(`${dir} is open to other users (mode ${(info.mode & 0o777).toString(8)}): chmod 700 it or pass --files DIR`)
   return realpath(dir)

@@ -44,6 +44,18 @@ describe('reading (uploads and attachments)', () => {
     expect(await p.readable(join(files, 'notes.txt'))).toBe(join(files, 'notes.txt'))
   })
 
+  test('--files is repeatable: each directory may be read; downloads without a path go to the first', async () => {
+    const second = join(base, 'second')
+    mkdirSync(second, { recursive: true })
+    writeFileSync(join(second, 'data.csv'), 'a,b\n')
+    const p = await policy({ roots: [files, second] })
+    expect(p.roots).toEqual([files, second])
+    expect(await p.readable(join(second, 'data.csv'))).toBe(join(second, 'data.csv'))
+    expect((await p.writable(undefined, 'in.txt', false)).target).toBe(join(files, 'in.txt'))
+    expect((await p.writable(second, 'in.txt', false)).target).toBe(join(second, 'in.txt'))
+    await refused(p.readable(join(outside, 'secret.txt')), 'outside the directories')
+  })
+
   test('outside the files directories is refused: /etc/passwd, ../, an absolute path elsewhere', async () => {
     const p = await policy()
     await refused(p.readable('/etc/passwd'), 'outside the directories')
@@ -161,10 +173,27 @@ describe('the private default directory', () => {
     await refused(ensurePrivateDir(join(base, 'planted')), 'not a directory')
   })
 
-  test.skipIf(process.getuid?.() !== 0)("another user's directory in its place is refused (needs root to plant one)", async () => {
+  test('in a directory others may write to, it is refused unless that directory is sticky', async () => {
+    const shared = join(base, 'shared')
+    mkdirSync(shared)
+    chmodSync(shared, 0o777)
+    await refused(ensurePrivateDir(join(shared, 'mcp-files')), 'writable by other users')
+    expect(() => statSync(join(shared, 'mcp-files'))).toThrow()
+    // like /tmp: others may create entries but not rename or remove ours
+    chmodSync(shared, 0o1777)
+    expect(await ensurePrivateDir(join(shared, 'mcp-files'))).toBe(join(shared, 'mcp-files'))
+    // the default path whose parent someone left open, as XDG_DATA_HOME
+    const xdg = join(base, 'xdg-open')
+    mkdirSync(join(xdg, 'agent-relay'), { recursive: true })
+    chmodSync(join(xdg, 'agent-relay'), 0o777)
+    await refused(FilePolicy.create({ roots: [], keyFile, allowOverwrite: false, env: { XDG_DATA_HOME: xdg } }), 'writable by other users')
+  })
+
+  test.skipIf(process.getuid?.() !== 0)("another user's directory in its place, or above it, is refused (needs root to plant one)", async () => {
     const planted = join(base, 'theirs')
     mkdirSync(planted, { mode: 0o700 })
     chownSync(planted, 65534, 65534)
     await refused(ensurePrivateDir(planted), 'belongs to another user')
+    await refused(ensurePrivateDir(join(planted, 'mcp-files')), 'belongs to another user')
   })
 })
