@@ -55,7 +55,16 @@ describe('when the relay refuses the socket', () => {
     expect(bob.inbox.list().messages).toEqual([])
     expect((await alice.messageStatus(m.message_id)).status).toBe('sent') // still on the relay, untouched
 
-    const mine = await bob.client.send({ recipient_key: alice.publicKey, body: 'from bob' })
+    // read by id while not receiving: one waiting for bob is not read (it would be taken); one bob sent is
+    const refused = await bob.readMessage(m.message_id).then(
+      () => null,
+      (e: Error) => e,
+    )
+    expect(refused?.message).toContain('not receiving')
+    expect((await alice.messageStatus(m.message_id)).status).toBe('sent')
+    const mine = await bob.send({ recipient_key: alice.publicKey, body: 'from bob' })
+    expect((await bob.readMessage(mine.message_id)).body).toBe('from bob')
+    expect((await alice.messageStatus(mine.message_id)).status).toBe('sent')
     const outcome = await bob.inbox.ack([m.message_id, mine.message_id, 'msg_1_000000000000'])
     expect(outcome).toMatchObject({ via: 'http', acked: [m.message_id], not_found: [mine.message_id, 'msg_1_000000000000'], failed: [] })
     expect((await alice.messageStatus(m.message_id)).status).toBe('delivered')
