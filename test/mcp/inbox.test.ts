@@ -6,6 +6,7 @@
 import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { Bridge } from '../../src/mcp/bridge.ts'
+import { ChannelAnnouncer, type ChannelEvent } from '../../src/mcp/channel.ts'
 import { FilePolicy } from '../../src/mcp/file-policy.ts'
 import { tempDir } from '../support/harness.ts'
 import { until } from '../support/ws.ts'
@@ -117,6 +118,28 @@ describe('the pending set', () => {
     await until(() => bob.inbox.count === 1, 5000, 'the reconciliation')
     expect(bob.inbox.list().messages.map((m) => m.message_id)).toEqual([kept.message_id])
     expect(bob.inbox.status()).toMatchObject({ state: 'connected', synced: true })
+  })
+
+  test('the channel announces each message once across a reconnect, though the relay pushes the pending ones again', async () => {
+    await relay()
+    const bob = bridge()
+    const alice = r.t.client()
+    const events: ChannelEvent[] = []
+    const announcer = new ChannelAnnouncer(bob, async (e) => void events.push(e))
+    announcer.start()
+    const first = [await alice.send({ recipient_key: bob.publicKey, body: { text: 'one' } }), await alice.send({ recipient_key: bob.publicKey, body: { text: 'two' } })]
+    await until(() => events.length === 2, 5000, 'two events')
+    const hub = r.t.relay.features.realtime.hub
+    const dropped = hub.connectionsOf(bob.publicKey)[0]
+    ;(dropped.socket as { terminate(): void }).terminate()
+    await until(() => hub.connectionsOf(bob.publicKey).some((c) => c !== dropped), 5000, 'the reconnection')
+    await until(() => bob.inbox.status().state === 'connected' && bob.inbox.status().synced, 5000, 'the backlog again')
+    const third = await alice.send({ recipient_key: bob.publicKey, body: { text: 'three' } })
+    await until(() => events.length >= 3, 5000, 'the third event')
+    await Bun.sleep(100)
+    expect(events.map((e) => e.meta.message_id)).toEqual([...first.map((m) => m.message_id), third.message_id])
+    expect(bob.inbox.count).toBe(3)
+    announcer.stop()
   })
 
   test('expired messages leave the inbox', async () => {
