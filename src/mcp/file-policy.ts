@@ -24,8 +24,10 @@ export interface FilePolicyOptions {
   env: Record<string, string | undefined>
 }
 
-/** Bytes of a file read to judge whether it holds a private key. */
+/** Bytes of a file read at a time to judge whether it holds a private key (the first window decides the whole-file shapes). */
 const SNIFF_BYTES = 64 * 1024
+/** Characters kept from one window to the next, longer than any marker looked for, so none is missed at a border. */
+const SCAN_OVERLAP = 256
 /** Directory names whose content is secrets by convention. */
 const SECRET_DIRS = new Set(['.ssh', '.gnupg', '.aws', '.kube', '.docker', '.password-store'])
 /** File names that are private keys or credentials by convention. */
@@ -158,25 +160,37 @@ export class FilePolicy {
     return real
   }
 
-  /** Refuses a file whose bytes look like a private key: a PEM block, a raw or encoded 32/64-byte seed, a relay key file. */
+  /**
+   * Refuses a file whose bytes look like a private key: its first bytes a raw or encoded 32/64-byte seed
+   * or a relay key file; anywhere in it, a PEM, PuTTY or PGP private key block or this agent's seed.
+   */
   private async refuseKeyContent(path: string, real: string, size: number): Promise<void> {
-    const handle = await open(real, 'r')
-    let head: string
-    try {
-      const buf = Buffer.alloc(Math.min(size, SNIFF_BYTES))
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0)
-      head = buf.subarray(0, bytesRead).toString('latin1')
-    } finally {
-      await handle.close()
-    }
     const refuse = (why: string) => {
       throw new FileRefusedError(`${path} ${why}: it is never uploaded`)
     }
-    if ((size === 32 || size === 64) && /[^\t\n\r\x20-\x7e]/.test(head)) refuse(`is ${size} bytes of raw data, the size of a private key`)
-    if (PEM_PRIVATE.test(head) || head.includes('PuTTY-User-Key-File') || head.includes('-----BEGIN PGP PRIVATE KEY')) refuse('holds a private key')
-    if (TEXT_SEED.test(head.trim())) refuse('is a single 32- or 64-byte secret in text')
-    if (/"private_key"\s*:/.test(head)) refuse('looks like a key file (it has a private_key field)')
-    if (this.seedText.some((s) => head.includes(s))) refuse("contains this agent's private key")
+    const handle = await open(real, 'r')
+    try {
+      const buf = Buffer.alloc(Math.min(size, SNIFF_BYTES))
+      let { bytesRead } = await handle.read(buf, 0, buf.length, 0)
+      const head = buf.subarray(0, bytesRead).toString('latin1')
+      if ((size === 32 || size === 64) && /[^\t\n\r\x20-\x7e]/.test(head)) refuse(`is ${size} bytes of raw data, the size of a private key`)
+      if (TEXT_SEED.test(head.trim())) refuse('is a single 32- or 64-byte secret in text')
+      if (/"private_key"\s*:/.test(head)) refuse('looks like a key file (it has a private_key field)')
+      // the rest of the file a window at a time, each overlapping the last by more than a marker's length
+      let text = head
+      let position = bytesRead
+      for (;;) {
+        if (PEM_PRIVATE.test(text) || text.includes('PuTTY-User-Key-File') || text.includes('-----BEGIN PGP PRIVATE KEY')) refuse('holds a private key')
+        if (this.seedText.some((s) => text.includes(s))) refuse("contains this agent's private key")
+        if (bytesRead < buf.length || position >= size) break
+        ;({ bytesRead } = await handle.read(buf, 0, buf.length, position))
+        if (bytesRead === 0) break
+        position += bytesRead
+        text = text.slice(-SCAN_OVERLAP) + buf.subarray(0, bytesRead).toString('latin1')
+      }
+    } finally {
+      await handle.close()
+    }
   }
 
   /**

@@ -106,6 +106,25 @@ describe('reading (uploads and attachments)', () => {
     expect(await p.readable('short.txt')).toBe(join(files, 'short.txt'))
   })
 
+  test('a key deep inside a large file is found, across the border of two read windows too', async () => {
+    const p = await policy()
+    const pem = '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n'
+    const seed = Buffer.from(keys.seed).toString('hex')
+    const filler = (n: number) => 'log line, nothing to see\n'.repeat(Math.ceil(n / 25)).slice(0, n)
+    const cases: Array<[string, string, string]> = [
+      ['deep-pem.log', filler(300_000) + pem + filler(1000), 'holds a private key'],
+      ['border-pem.log', filler(64 * 1024 - 10) + pem, 'holds a private key'],
+      ['deep-seed.log', filler(200_000) + seed + filler(10), "contains this agent's private key"],
+      ['border-seed.log', filler(128 * 1024 - 30) + seed, "contains this agent's private key"],
+    ]
+    for (const [name, content, words] of cases) {
+      writeFileSync(join(files, name), content)
+      await refused(p.readable(name), words)
+    }
+    writeFileSync(join(files, 'big-clean.log'), filler(500_000))
+    expect(await p.readable('big-clean.log')).toBe(join(files, 'big-clean.log'))
+  })
+
   test('files in a directory of secrets (.ssh) are refused even inside an allowed root', async () => {
     mkdirSync(join(files, '.ssh'))
     writeFileSync(join(files, '.ssh', 'config'), 'Host x\n')
