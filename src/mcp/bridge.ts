@@ -65,9 +65,11 @@ export class Bridge {
   }
 
   /**
-   * A message this agent sent or received, leaving its status alone where possible: a pending one comes
-   * from the inbox. Reading one addressed to this agent from the relay marks it delivered, so that only
-   * happens for a message the socket has not pushed — one this agent sent, or one already delivered.
+   * A message this agent sent or received, leaving its status alone: a pending one comes from the inbox.
+   * Reading one addressed to this agent from the relay marks it delivered, so that only happens for a
+   * message the socket has not pushed — one this agent sent, or one already delivered. While the socket
+   * is not receiving, a message still `sent` that this bridge did not send may be one waiting for this
+   * agent: it is not read (that would take it out of the inbox before it is handled).
    */
   async readMessage(messageId: string): Promise<MessageJson> {
     const held = this.inbox.get(messageId)
@@ -75,8 +77,26 @@ export class Bridge {
     if (await this.inbox.whenSynced()) {
       const late = this.inbox.get(messageId)
       if (late) return late
+    } else if (!this.sentHere.has(messageId) && (await this.client.messageStatus(messageId)).status === 'sent') {
+      const s = this.inbox.status()
+      throw new Error(
+        `message ${messageId} is still waiting on the relay and this bridge is not receiving (WebSocket ${s.state}${s.last_error ? `: ${s.last_error}` : ''}): ` +
+          'reading it by id now would take it out of your inbox before it is handled, so it is not read. It arrives in relay_inbox once the ' +
+          'connection is back (relay_whoami shows it); for a message you sent, relay_message_status answers now.',
+      )
     }
     return this.client.getMessage(messageId)
+  }
+
+  /** Ids of messages sent through this bridge (reading them by id changes nothing), the latest few thousand. */
+  private readonly sentHere = new Set<string>()
+
+  /** Sends a message and remembers that this agent wrote it. */
+  async send(input: Parameters<RelayClient['send']>[0]): Promise<Awaited<ReturnType<RelayClient['send']>>> {
+    const result = await this.client.send(input)
+    this.sentHere.add(result.message_id)
+    if (this.sentHere.size > 4096) this.sentHere.delete(this.sentHere.values().next().value as string)
+    return result
   }
 
   get files(): FilePolicy {

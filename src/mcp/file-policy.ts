@@ -24,8 +24,10 @@ export interface FilePolicyOptions {
   env: Record<string, string | undefined>
 }
 
-/** Bytes of a file read to judge whether it holds a private key. */
+/** Bytes of a file read at a time to judge whether it holds a private key (the first window decides the whole-file shapes). */
 const SNIFF_BYTES = 64 * 1024
+/** Characters kept from one window to the next, longer than any marker looked for, so none is missed at a border. */
+const SCAN_OVERLAP = 256
 /** Directory names whose content is secrets by convention. */
 const SECRET_DIRS = new Set(['.ssh', '.gnupg', '.aws', '.kube', '.docker', '.password-store'])
 /** File names that are private keys or credentials by convention. */
@@ -42,11 +44,19 @@ export function defaultFilesDir(env: Record<string, string | undefined>): string
 
 /**
  * Creates (or checks) the private directory: mode 0700, a real directory (not a symlink), owned by
- * this user, not readable or writable by others. Someone else's directory at that place is refused,
- * never used.
+ * this user, not readable or writable by others, in a directory no one else can rename entries of.
+ * Someone else's directory at that place is refused, never used.
  */
 export async function ensurePrivateDir(dir: string): Promise<string> {
   await mkdir(dirname(dir), { recursive: true, mode: 0o700 })
+  // whoever may rename entries in the directory above could swap ours for theirs after it is checked:
+  // that directory must be this user's (or root's), and writable by others only with the sticky bit
+  const above = await stat(dirname(dir))
+  const uid = process.getuid?.()
+  if (uid !== undefined && above.uid !== uid && above.uid !== 0) throw new FileRefusedError(`${dirname(dir)} belongs to another user (uid ${above.uid}): pass --files DIR`)
+  if ((above.mode & 0o022) !== 0 && (above.mode & 0o1000) === 0) {
+    throw new FileRefusedError(`${dirname(dir)} is writable by other users (mode ${(above.mode & 0o777).toString(8)}): chmod go-w it or pass --files DIR`)
+  }
   try {
     await mkdir(dir, { mode: 0o700 })
   } catch (err) {
@@ -54,7 +64,6 @@ export async function ensurePrivateDir(dir: string): Promise<string> {
   }
   const info = await lstat(dir)
   if (info.isSymbolicLink() || !info.isDirectory()) throw new FileRefusedError(`${dir} is not a directory (a symlink or a file is there): remove it or pass --files DIR`)
-  const uid = process.getuid?.()
   if (uid !== undefined && info.uid !== uid) throw new FileRefusedError(`${dir} belongs to another user (uid ${info.uid}): remove it or pass --files DIR`)
   if ((info.mode & 0o077) !== 0) throw new FileRefusedError(`${dir} is open to other users (mode ${(info.mode & 0o777).toString(8)}): chmod 700 it or pass --files DIR`)
   return realpath(dir)
@@ -151,25 +160,37 @@ export class FilePolicy {
     return real
   }
 
-  /** Refuses a file whose bytes look like a private key: a PEM block, a raw or encoded 32/64-byte seed, a relay key file. */
+  /**
+   * Refuses a file whose bytes look like a private key: its first bytes a raw or encoded 32/64-byte seed
+   * or a relay key file; anywhere in it, a PEM, PuTTY or PGP private key block or this agent's seed.
+   */
   private async refuseKeyContent(path: string, real: string, size: number): Promise<void> {
-    const handle = await open(real, 'r')
-    let head: string
-    try {
-      const buf = Buffer.alloc(Math.min(size, SNIFF_BYTES))
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0)
-      head = buf.subarray(0, bytesRead).toString('latin1')
-    } finally {
-      await handle.close()
-    }
     const refuse = (why: string) => {
       throw new FileRefusedError(`${path} ${why}: it is never uploaded`)
     }
-    if ((size === 32 || size === 64) && /[^\t\n\r\x20-\x7e]/.test(head)) refuse(`is ${size} bytes of raw data, the size of a private key`)
-    if (PEM_PRIVATE.test(head) || head.includes('PuTTY-User-Key-File') || head.includes('-----BEGIN PGP PRIVATE KEY')) refuse('holds a private key')
-    if (TEXT_SEED.test(head.trim())) refuse('is a single 32- or 64-byte secret in text')
-    if (/"private_key"\s*:/.test(head)) refuse('looks like a key file (it has a private_key field)')
-    if (this.seedText.some((s) => head.includes(s))) refuse("contains this agent's private key")
+    const handle = await open(real, 'r')
+    try {
+      const buf = Buffer.alloc(Math.min(size, SNIFF_BYTES))
+      let { bytesRead } = await handle.read(buf, 0, buf.length, 0)
+      const head = buf.subarray(0, bytesRead).toString('latin1')
+      if ((size === 32 || size === 64) && /[^\t\n\r\x20-\x7e]/.test(head)) refuse(`is ${size} bytes of raw data, the size of a private key`)
+      if (TEXT_SEED.test(head.trim())) refuse('is a single 32- or 64-byte secret in text')
+      if (/"private_key"\s*:/.test(head)) refuse('looks like a key file (it has a private_key field)')
+      // the rest of the file a window at a time, each overlapping the last by more than a marker's length
+      let text = head
+      let position = bytesRead
+      for (;;) {
+        if (PEM_PRIVATE.test(text) || text.includes('PuTTY-User-Key-File') || text.includes('-----BEGIN PGP PRIVATE KEY')) refuse('holds a private key')
+        if (this.seedText.some((s) => text.includes(s))) refuse("contains this agent's private key")
+        if (bytesRead < buf.length || position >= size) break
+        ;({ bytesRead } = await handle.read(buf, 0, buf.length, position))
+        if (bytesRead === 0) break
+        position += bytesRead
+        text = text.slice(-SCAN_OVERLAP) + buf.subarray(0, bytesRead).toString('latin1')
+      }
+    } finally {
+      await handle.close()
+    }
   }
 
   /**

@@ -12,11 +12,12 @@ export type ToolExtra = ServerContext
 
 /** Reads the relay and changes nothing. */
 export const READS: ToolAnnotations = { readOnlyHint: true, openWorldHint: false }
-/** Changes something on the relay that can be changed back or done again. */
-export const WRITES: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }
 /** Reaches another agent: it cannot be taken back. */
 export const SENDS: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true }
-/** Deletes or blocks. */
+/**
+ * Deletes, blocks, replaces or ends something on the relay: what was there before is not got back (MCP's
+ * destructive: more than an additive update). Acknowledging a message and replacing profile fields are too.
+ */
 export const DESTROYS: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
 
 export interface ToolSpec<I extends z.ZodRawShape, O extends z.ZodRawShape> {

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { RelayClient } from '../../src/client/index.ts'
+import { generateKeyPair } from '../../src/auth/sign.ts'
+import { bindEncryption, nativePrimitives, RelayClient } from '../../src/client/index.ts'
 import { startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
 import { tempDir } from '../support/harness.ts'
 import { call, newAgent, ok, stdioBridge, textOf, type Agent, type Bridge } from './helpers.ts'
@@ -153,6 +154,33 @@ describe('the channel', () => {
       const refused = await call(host.b, 'relay_send', { to: alice.keys.publicKey, text: 'here', attachments: ['~/.ssh/id_ed25519'] })
       expect(refused.isError).toBe(true)
       expect(textOf(refused)).toContain('outside the directories')
+    } finally {
+      await host.b.close()
+    }
+  })
+
+  test('an encrypted message is announced decrypted; one that does not open shows why, never its envelope', async () => {
+    const host = await channelHost()
+    try {
+      const secret = 'CHANNEL-PLAINTEXT-5e0c'
+      const opened = await sender.send({ recipient_key: bob.keys.publicKey, body: { text: `${secret} opened` }, thread_id: 'sealed-1', encrypt: true })
+      // sealed for another key, addressed to bob: the bridge cannot open it
+      const other = generateKeyPair()
+      const e2e = bindEncryption(nativePrimitives)
+      const envelope = e2e.sealMessage({ version: 3, sender: alice.keys, recipientKey: other.publicKey, body: { text: secret } })
+      const sealed = await sender.send({ recipient_key: bob.keys.publicKey, ...envelope })
+      await until('2 events', () => host.events.length >= 2)
+      const [e1, e2] = host.events
+      expect(e1.meta).toMatchObject({ message_id: opened.message_id, encrypted: 'true', sender_verified: 'true', thread_id: 'sealed-1' })
+      expect(e1.content).toContain(`<<<message\n${secret} opened\nmessage>>>`)
+      expect(e1.content).toContain('the encryption proves the sender wrote it')
+      expect(e2.meta).toMatchObject({ message_id: sealed.message_id, encrypted: 'true' })
+      expect(e2.meta.decrypt_error).toEqual(expect.any(String))
+      expect(e2.content).toContain('could not be decrypted here')
+      expect(e2.content).not.toContain('<<<message')
+      expect(e2.content).not.toContain(secret)
+      expect(JSON.stringify(e2)).not.toContain((envelope.body as { ct: string }).ct.slice(0, 24))
+      await ok(host.b, 'relay_ack', { message_ids: [opened.message_id, sealed.message_id] })
     } finally {
       await host.b.close()
     }

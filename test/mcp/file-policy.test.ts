@@ -44,6 +44,18 @@ describe('reading (uploads and attachments)', () => {
     expect(await p.readable(join(files, 'notes.txt'))).toBe(join(files, 'notes.txt'))
   })
 
+  test('--files is repeatable: each directory may be read; downloads without a path go to the first', async () => {
+    const second = join(base, 'second')
+    mkdirSync(second, { recursive: true })
+    writeFileSync(join(second, 'data.csv'), 'a,b\n')
+    const p = await policy({ roots: [files, second] })
+    expect(p.roots).toEqual([files, second])
+    expect(await p.readable(join(second, 'data.csv'))).toBe(join(second, 'data.csv'))
+    expect((await p.writable(undefined, 'in.txt', false)).target).toBe(join(files, 'in.txt'))
+    expect((await p.writable(second, 'in.txt', false)).target).toBe(join(second, 'in.txt'))
+    await refused(p.readable(join(outside, 'secret.txt')), 'outside the directories')
+  })
+
   test('outside the files directories is refused: /etc/passwd, ../, an absolute path elsewhere', async () => {
     const p = await policy()
     await refused(p.readable('/etc/passwd'), 'outside the directories')
@@ -92,6 +104,25 @@ describe('reading (uploads and attachments)', () => {
     // text of the same sizes is fine
     writeFileSync(join(files, 'short.txt'), 'a plain sentence of 32 bytes!!\n\n')
     expect(await p.readable('short.txt')).toBe(join(files, 'short.txt'))
+  })
+
+  test('a key deep inside a large file is found, across the border of two read windows too', async () => {
+    const p = await policy()
+    const pem = '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n'
+    const seed = Buffer.from(keys.seed).toString('hex')
+    const filler = (n: number) => 'log line, nothing to see\n'.repeat(Math.ceil(n / 25)).slice(0, n)
+    const cases: Array<[string, string, string]> = [
+      ['deep-pem.log', filler(300_000) + pem + filler(1000), 'holds a private key'],
+      ['border-pem.log', filler(64 * 1024 - 10) + pem, 'holds a private key'],
+      ['deep-seed.log', filler(200_000) + seed + filler(10), "contains this agent's private key"],
+      ['border-seed.log', filler(128 * 1024 - 30) + seed, "contains this agent's private key"],
+    ]
+    for (const [name, content, words] of cases) {
+      writeFileSync(join(files, name), content)
+      await refused(p.readable(name), words)
+    }
+    writeFileSync(join(files, 'big-clean.log'), filler(500_000))
+    expect(await p.readable('big-clean.log')).toBe(join(files, 'big-clean.log'))
   })
 
   test('files in a directory of secrets (.ssh) are refused even inside an allowed root', async () => {
@@ -161,10 +192,27 @@ describe('the private default directory', () => {
     await refused(ensurePrivateDir(join(base, 'planted')), 'not a directory')
   })
 
-  test.skipIf(process.getuid?.() !== 0)("another user's directory in its place is refused (needs root to plant one)", async () => {
+  test('in a directory others may write to, it is refused unless that directory is sticky', async () => {
+    const shared = join(base, 'shared')
+    mkdirSync(shared)
+    chmodSync(shared, 0o777)
+    await refused(ensurePrivateDir(join(shared, 'mcp-files')), 'writable by other users')
+    expect(() => statSync(join(shared, 'mcp-files'))).toThrow()
+    // like /tmp: others may create entries but not rename or remove ours
+    chmodSync(shared, 0o1777)
+    expect(await ensurePrivateDir(join(shared, 'mcp-files'))).toBe(join(shared, 'mcp-files'))
+    // the default path whose parent someone left open, as XDG_DATA_HOME
+    const xdg = join(base, 'xdg-open')
+    mkdirSync(join(xdg, 'agent-relay'), { recursive: true })
+    chmodSync(join(xdg, 'agent-relay'), 0o777)
+    await refused(FilePolicy.create({ roots: [], keyFile, allowOverwrite: false, env: { XDG_DATA_HOME: xdg } }), 'writable by other users')
+  })
+
+  test.skipIf(process.getuid?.() !== 0)("another user's directory in its place, or above it, is refused (needs root to plant one)", async () => {
     const planted = join(base, 'theirs')
     mkdirSync(planted, { mode: 0o700 })
     chownSync(planted, 65534, 65534)
     await refused(ensurePrivateDir(planted), 'belongs to another user')
+    await refused(ensurePrivateDir(join(planted, 'mcp-files')), 'belongs to another user')
   })
 })

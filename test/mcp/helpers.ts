@@ -59,11 +59,11 @@ export interface Bridge {
   close(): Promise<void>
 }
 
-/** The test's directory is the files directory, unless the test chooses its own. */
-const filesArgs = (opts: { cwd: string; args?: string[] }) => (opts.args?.includes('--files') ? [] : ['--files', opts.cwd])
+/** The test's directory is the files directory, unless the test chooses its own (or the default: defaultFiles). */
+const filesArgs = (opts: { cwd: string; args?: string[]; defaultFiles?: boolean }) => (opts.defaultFiles || opts.args?.includes('--files') ? [] : ['--files', opts.cwd])
 
-/** `relay mcp` over stdio, as a host starts it: command, args, env. */
-export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; env?: Record<string, string> }): Promise<Bridge> {
+/** `relay mcp` over stdio, as a host starts it: command, args, env (XDG_DATA_HOME is CWD/.xdg unless env says). */
+export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; env?: Record<string, string>; defaultFiles?: boolean }): Promise<Bridge> {
   const command = await relayBinary()
   const transport = new StdioClientTransport({
     command,

@@ -6,6 +6,7 @@
 import { afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { Bridge } from '../../src/mcp/bridge.ts'
+import { ChannelAnnouncer, type ChannelEvent } from '../../src/mcp/channel.ts'
 import { FilePolicy } from '../../src/mcp/file-policy.ts'
 import { tempDir } from '../support/harness.ts'
 import { until } from '../support/ws.ts'
@@ -55,7 +56,16 @@ describe('when the relay refuses the socket', () => {
     expect(bob.inbox.list().messages).toEqual([])
     expect((await alice.messageStatus(m.message_id)).status).toBe('sent') // still on the relay, untouched
 
-    const mine = await bob.client.send({ recipient_key: alice.publicKey, body: 'from bob' })
+    // read by id while not receiving: one waiting for bob is not read (it would be taken); one bob sent is
+    const refused = await bob.readMessage(m.message_id).then(
+      () => null,
+      (e: Error) => e,
+    )
+    expect(refused?.message).toContain('not receiving')
+    expect((await alice.messageStatus(m.message_id)).status).toBe('sent')
+    const mine = await bob.send({ recipient_key: alice.publicKey, body: 'from bob' })
+    expect((await bob.readMessage(mine.message_id)).body).toBe('from bob')
+    expect((await alice.messageStatus(mine.message_id)).status).toBe('sent')
     const outcome = await bob.inbox.ack([m.message_id, mine.message_id, 'msg_1_000000000000'])
     expect(outcome).toMatchObject({ via: 'http', acked: [m.message_id], not_found: [mine.message_id, 'msg_1_000000000000'], failed: [] })
     expect((await alice.messageStatus(m.message_id)).status).toBe('delivered')
@@ -108,6 +118,32 @@ describe('the pending set', () => {
     await until(() => bob.inbox.count === 1, 5000, 'the reconciliation')
     expect(bob.inbox.list().messages.map((m) => m.message_id)).toEqual([kept.message_id])
     expect(bob.inbox.status()).toMatchObject({ state: 'connected', synced: true })
+  })
+
+  test('the channel announces each message once across a reconnect, though the relay pushes the pending ones again', async () => {
+    await relay()
+    const bob = bridge()
+    const alice = r.t.client()
+    const events: ChannelEvent[] = []
+    const announcer = new ChannelAnnouncer(bob, async (e) => void events.push(e))
+    announcer.start()
+    const first = [await alice.send({ recipient_key: bob.publicKey, body: { text: 'one' } }), await alice.send({ recipient_key: bob.publicKey, body: { text: 'two' } })]
+    await until(() => events.length === 2, 5000, 'two events')
+    const hub = r.t.relay.features.realtime.hub
+    const dropped = hub.connectionsOf(bob.publicKey)[0]
+    ;(dropped.socket as { terminate(): void }).terminate()
+    await until(() => hub.connectionsOf(bob.publicKey).some((c) => c !== dropped), 5000, 'the reconnection')
+    await until(() => bob.inbox.status().state === 'connected' && bob.inbox.status().synced, 5000, 'the backlog again')
+    const third = await alice.send({ recipient_key: bob.publicKey, body: { text: 'three' } })
+    await until(() => events.length >= 3, 5000, 'the third event')
+    await Bun.sleep(100)
+    // the first two may come in the connection's backlog, ordered by id within one second of the fake clock
+    const ids = events.map((e) => e.meta.message_id)
+    expect(ids.length).toBe(3)
+    expect(new Set(ids.slice(0, 2))).toEqual(new Set(first.map((m) => m.message_id)))
+    expect(ids[2]).toBe(third.message_id)
+    expect(bob.inbox.count).toBe(3)
+    announcer.stop()
   })
 
   test('expired messages leave the inbox', async () => {

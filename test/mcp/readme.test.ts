@@ -81,6 +81,37 @@ test('the channel configuration starts a bridge that declares claude/channel and
   }
 })
 
+test('the hook configuration runs as written: the prompt hook injects a message once, the Stop hook asks for a turn once', async () => {
+  const config = JSON.parse(snippet(readme, 'mcp-hooks'))
+  const prompt: string = config.hooks.UserPromptSubmit[0].hooks[0].command
+  const stop: string = config.hooks.Stop[0].hooks[0].command
+  expect(config.hooks.UserPromptSubmit[0].hooks[0].type).toBe('command')
+  expect(prompt).toStartWith('relay inbox --hook ')
+  expect(stop).toStartWith('relay inbox --hook --stop ')
+  const agent = newAgent(dir, 'hooked')
+  const binary = await relayBinary()
+  // the same commands with this machine's binary, relay and key in place of the examples
+  const run = async (command: string) => {
+    const line = command
+      .replace(/^relay /, `${binary} `)
+      .replace('https://relay.example.org', relay.url)
+      .replace('/home/me/.config/relay/agent.key', agent.keyFile)
+    const proc = Bun.spawn(['sh', '-c', line], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdout: 'pipe', stderr: 'pipe' })
+    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+    expect([line, code, err]).toEqual([line, 0, ''])
+    return out
+  }
+  const sender = new RelayClient({ baseUrl: relay.url, keys: newAgent(dir, 'hook-sender').keys })
+  const sent = await sender.send({ recipient_key: agent.keys.publicKey, body: { text: 'Can you review the patch?' } })
+  const injected = await run(prompt)
+  expect(injected).toContain(sent.message_id)
+  expect(injected).toContain('<<<message\nCan you review the patch?\nmessage>>>')
+  expect(await run(prompt)).toBe('')
+  const later = await sender.send({ recipient_key: agent.keys.publicKey, body: { text: 'and this one' } })
+  expect(JSON.parse(await run(stop))).toMatchObject({ decision: 'block', reason: expect.stringContaining(later.message_id) })
+  expect(await run(stop)).toBe('')
+}, 60_000)
+
 test('the tool table names every tool', () => {
   const section = readme.slice(readme.indexOf('## MCP'), readme.indexOf('## Client library'))
   for (const name of TOOLS) expect([name, section.includes(`\`${name}\``)]).toEqual([name, true])

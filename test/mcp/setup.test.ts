@@ -4,7 +4,7 @@
  * the files it may touch and encryption.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RelayClient } from '../../src/client/index.ts'
 import { startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
@@ -35,6 +35,50 @@ test('a missing key file: the host connects and is told what is wrong and how to
     expect(textOf(r)).toContain('relay keygen')
   } finally {
     await b.close()
+  }
+})
+
+test('a key file that is not a key, or cannot be read: the host is told which and why', async () => {
+  const garbled = join(dir, 'garbled.key')
+  writeFileSync(garbled, 'not a key at all\n', { mode: 0o600 })
+  const unreadable = join(dir, 'a-directory.key')
+  mkdirSync(unreadable)
+  for (const [keyFile, words] of [
+    [garbled, `key file ${garbled}:`],
+    [unreadable, `cannot read key file ${unreadable}`],
+  ]) {
+    const b = await stdioBridge({ relayUrl: relay.url, agent: { keys: alice.keys, keyFile }, cwd: dir })
+    try {
+      expect(b.client.getInstructions()).toContain(words)
+      const r = await call(b, 'relay_whoami')
+      expect(r.isError).toBe(true)
+      expect(textOf(r)).toContain(words)
+      expect(textOf(r)).toContain('Tell the user')
+    } finally {
+      await b.close()
+    }
+  }
+})
+
+test('without --files: the private default directory is made 0700 under XDG_DATA_HOME; one open to others is told to the host', async () => {
+  const xdg = join(dir, 'xdg-default')
+  const b = await stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir, defaultFiles: true, env: { XDG_DATA_HOME: xdg } })
+  const home = join(xdg, 'agent-relay', 'mcp-files')
+  try {
+    const me = await ok(b, 'relay_whoami')
+    expect(me.files).toEqual({ directories: [home], download_dir: home, overwrite_allowed: false })
+    expect(statSync(home).mode & 0o777).toBe(0o700)
+  } finally {
+    await b.close()
+  }
+  chmodSync(home, 0o755)
+  const refused = await stdioBridge({ relayUrl: relay.url, agent: alice, cwd: dir, defaultFiles: true, env: { XDG_DATA_HOME: xdg } })
+  try {
+    const r = await call(refused, 'relay_whoami')
+    expect(r.isError).toBe(true)
+    expect(textOf(r)).toContain(`${home} is open to other users`)
+  } finally {
+    await refused.close()
   }
 })
 

@@ -64,8 +64,12 @@ describe('the tool list', () => {
     for (const name of ['relay_whoami', 'relay_discover', 'relay_capabilities', 'relay_get_agent', 'relay_inbox', 'relay_wait', 'relay_get_message', 'relay_thread', 'relay_message_status', 'relay_acl_list']) {
       expect([name, byName[name].annotations?.readOnlyHint]).toEqual([name, true])
     }
-    for (const name of ['relay_acl_set', 'relay_acl_delete']) expect([name, byName[name].annotations?.destructiveHint]).toEqual([name, true])
-    for (const name of ['relay_send', 'relay_reply', 'relay_ack', 'relay_update_profile', 'relay_upload', 'relay_download']) {
+    // destructive: more than an additive update (an ack ends a message's wait for good; a profile field is replaced)
+    for (const name of ['relay_acl_set', 'relay_acl_delete', 'relay_ack', 'relay_update_profile']) {
+      expect([name, byName[name].annotations?.readOnlyHint, byName[name].annotations?.destructiveHint]).toEqual([name, false, true])
+    }
+    // additive only: a new message, a new blob, a new file (a download replaces one only with --allow-overwrite)
+    for (const name of ['relay_send', 'relay_reply', 'relay_upload', 'relay_download']) {
       expect([name, byName[name].annotations?.readOnlyHint, byName[name].annotations?.destructiveHint]).toEqual([name, false, false])
     }
     expect(byName.relay_send.inputSchema.required).toEqual(['to'])

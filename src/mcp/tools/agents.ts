@@ -3,7 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { Bridge } from '../bridge.ts'
 import { Agent, Capability, Connection, Cursor, DiscoveryEntry, PublicKey, Tag } from '../schemas.ts'
-import { READS, WRITES, defineTool } from '../tool.ts'
+import { DESTROYS, READS, defineTool } from '../tool.ts'
 import { EncryptionFacts, encryptionFacts } from '../encryption-facts.ts'
 
 export function registerAgentTools(server: McpServer, bridge: Bridge): void {
@@ -70,7 +70,7 @@ export function registerAgentTools(server: McpServer, bridge: Bridge): void {
       capabilities: z.array(Capability).max(20).optional().describe('what you can do: name, description, tags, input_schema, version'),
     },
     output: { agent: Agent },
-    annotations: WRITES,
+    annotations: DESTROYS,
     run: async (patch) => ({ agent: await bridge.client.updateProfile(patch) }),
   })
 

@@ -6,7 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/server'
 import { z } from 'zod'
 import type { Bridge } from '../bridge.ts'
 import { Connection, Cursor, Message, MessageId, PublicKey } from '../schemas.ts'
-import { READS, WRITES, defineTool, type ToolExtra } from '../tool.ts'
+import { DESTROYS, READS, defineTool, type ToolExtra } from '../tool.ts'
 
 /** relay_wait blocks at most this long: MCP hosts time calls out, and a model should get to act. */
 export const MAX_WAIT_S = 300
@@ -54,7 +54,7 @@ export function registerInboxTools(server: McpServer, bridge: Bridge): void {
       via: z.enum(['websocket', 'http']),
       pending_count: z.number().int(),
     },
-    annotations: WRITES,
+    annotations: DESTROYS,
     run: async ({ message_ids }) => ({ ...(await bridge.inbox.ack(message_ids)) }),
   })
 

@@ -29,7 +29,7 @@ async function sendMessage(bridge: Bridge, to: string, fields: Fields, extra: { 
   const version = fields.encrypt === false ? null : await bridge.client.encryption.versionFor(to, { encrypt: fields.encrypt })
   const files = fields.attachments?.length ? await bridge.attachments(fields.attachments, version ? { recipientKey: to, version } : undefined) : { input: [], sent: [] }
   if (files.input.length) message.attachments = files.input
-  const result = await bridge.client.send({ ...message, ...(version ? { encrypt: version } : fields.encrypt === false ? { plain: true } : {}) })
+  const result = await bridge.send({ ...message, ...(version ? { encrypt: version } : fields.encrypt === false ? { plain: true } : {}) })
   return { ...result, recipient_key: to, thread_id: extra.thread_id, in_reply_to: extra.in_reply_to, attachments: files.sent, encryption: version ? { version } : null }
 }
 
