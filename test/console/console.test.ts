@@ -323,8 +323,8 @@ describe('/console', () => {
         // 7. an operator key, imported from its key file, suspends the agent
         await page.getByRole('button', { name: 'Forget' }).click()
         await page.getByRole('button', { name: 'Generate a new key' }).waitFor()
-        await page.getByLabel('…or paste its content').fill(encodeKeyFile(adminKeys))
-        await page.getByRole('button', { name: 'Import' }).click()
+        // its key file as an MRP tool writes it: the raw 32-byte seed (pasted JSON is imported in encryption.test.ts)
+        await page.getByLabel('Key file').setInputFiles({ name: 'operator.key', mimeType: 'application/octet-stream', buffer: Buffer.from(adminKeys.seed) })
         await page.getByRole('link', { name: 'Operator' }).click()
         const suspend = page.getByRole('button', { name: `Suspend ${agentKeys.publicKey}` })
         await suspend.waitFor()
