@@ -160,3 +160,25 @@ describe('unknown fields in WebSocket frames are ignored', () => {
     }
   })
 })
+
+describe('a body that is not an object', () => {
+  test('is refused on every endpoint that needs one, saying what was given (never "undefined")', async () => {
+    for (const [name] of Object.entries(BODIES)) {
+      const [method, path] = name.split(' ')
+      for (const raw of ['null', '[]', '"text"', '7', '']) {
+        const res = await callerOf(path).transport.send(method, await fill(path), raw, { 'content-type': 'application/json' })
+        const text = await res.text()
+        expect(text).not.toContain('undefined')
+        // a PATCH or a suspension without a body changes nothing, or suspends without a reason
+        const optional = name.startsWith('PATCH') || name.includes('/suspend')
+        if (optional && (raw === 'null' || raw === '')) continue
+        if (name === 'POST /v1/agents/{publicKey}/capabilities' && raw === '[]') continue // the bare array form: no capabilities
+        expect([name, raw, res.status]).toEqual([name, raw, 400])
+        const kind = { null: 'null or an empty body', '[]': 'an array', '"text"': 'a string', '7': 'a number', '': 'null or an empty body' }[raw]!
+        // {capabilities} or the bare array, and the admission's public_key: a missing body names the required field
+        if (name === 'POST /v1/agents/{publicKey}/capabilities' || (name === 'POST /v1/admin/admission' && (raw === 'null' || raw === ''))) continue
+        expect([name, raw, JSON.parse(text).error.details?.fields?.body ?? text]).toEqual([name, raw, expect.stringContaining(`not ${kind}`)])
+      }
+    }
+  })
+})
