@@ -247,3 +247,17 @@ describe('key files of MRP tools', () => {
     }
   }, 60_000)
 })
+
+describe('--relay with a path', () => {
+  test('a URL ending in /v1 is warned about at start, and each "No such route" answer carries the hint', async () => {
+    const bridge = await stdioBridge({ relayUrl: `${relay.url}/v1`, agent: alice, cwd: dir, env: PLAIN })
+    try {
+      const refused = await call(bridge, 'relay_discover', { tags: ['anything'] })
+      expect(refused.isError).toBe(true)
+      expect(textOf(refused)).toContain(`\nhint: --relay is the relay's address without /v1 (every command adds it): try --relay ${relay.url}`)
+      expect(bridge.stderr()).toContain(`relay mcp: warning: --relay is the relay's address without /v1`)
+    } finally {
+      await bridge.close()
+    }
+  }, 60_000)
+})
