@@ -26,7 +26,7 @@ const ARTIFACTS = join(ROOT, 'test-artifacts', 'console')
  * The screenshots kept in the repository (docs/console.md shows them), by artifact name; `UPDATE_SCREENSHOTS=1`
  * refreshes them (docs/img/console-operator.png comes from operator-chart.test.ts: an hour of traffic).
  */
-const DOC_SHOTS: Record<string, string> = { inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', 'inbox-dark': 'console-inbox-dark.png' }
+const DOC_SHOTS: Record<string, string> = { key: 'console-key.png', inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', 'inbox-dark': 'console-inbox-dark.png' }
 
 /** WCAG contrast ratio of the text of every visible button against what is behind it, lowest first. */
 async function buttonContrasts(page: import('playwright-core').Page): Promise<{ ratio: number; text: string }[]> {
