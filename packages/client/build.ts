@@ -33,7 +33,7 @@ const tsc = spawnSync([process.execPath, join(root, 'node_modules/typescript/bin
 if (tsc.exitCode !== 0) throw new Error(`tsc failed:\n${tsc.stdout}${tsc.stderr}`)
 
 /** The sources import with .ts extensions (Bun runs them as they are); the declarations must name .js. */
-const ALLOWED = /^(client\/[a-z-]+|crypto\/[a-z-]+|auth\/(sign|canonical)|lib\/base64url)\.d\.ts$/
+const ALLOWED = /^(client\/[a-z-]+|crypto\/[a-z-]+|auth\/(sign|canonical|key-file-formats)|lib\/base64url)\.d\.ts$/
 function walk(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name)

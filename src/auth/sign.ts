@@ -4,6 +4,7 @@
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { decodeBase64Url, encodeBase64Url } from '../lib/base64url.ts'
 import { bodyHash, canonicalString, wsCanonicalString } from './canonical.ts'
+import { KEY_FILE_FORMATS } from './key-file-formats.ts'
 
 export interface KeyPair {
   /** 32-byte private seed. */
@@ -68,10 +69,7 @@ export function encodeKeyFile(keys: KeyPair): string {
   return JSON.stringify({ public_key: keys.publicKey, private_key: encodeBase64Url(keys.seed) } satisfies KeyFile, null, 2) + '\n'
 }
 
-/** What a key file may hold, named in the error when it holds none of them. */
-export const KEY_FILE_FORMATS =
-  'relay keygen JSON ({"public_key", "private_key"}), the raw 32-byte Ed25519 seed (what mrp-sdk\'s Keypair.save writes), ' +
-  'the 64-byte seed + public key, or the seed as 64 hex characters or as base64/base64url (43 or 44 characters)'
+export { KEY_FILE_FORMATS }
 
 /** The key pair of a seed followed by its public key (64 bytes), checking that the halves belong together. */
 function fromSecretKey(bytes: Uint8Array): KeyPair {

@@ -11,8 +11,16 @@ import type { ErrorCode } from '../errors.ts'
 
 type Schema = unknown
 
-/** A route's OpenAPI operation object. */
-export const doc = (detail: Record<string, unknown>): never => detail as never
+/**
+ * A route's OpenAPI operation object. Its parameters are also kept under `x-documented-parameters`:
+ * the generator replaces `parameters` with the ones it derives from a route's path schema, which
+ * would drop the query parameters of a route with a path parameter; the document finisher merges them
+ * back.
+ */
+export const doc = (detail: Record<string, unknown>): never =>
+  (detail.parameters ? { ...detail, [DOCUMENTED_PARAMETERS]: detail.parameters } : detail) as never
+
+export const DOCUMENTED_PARAMETERS = 'x-documented-parameters'
 
 export const jsonResponse = (schema: Schema, description: string, headers?: Record<string, unknown>) => ({
   description,

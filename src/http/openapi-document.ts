@@ -8,7 +8,7 @@ import { Type as T } from '@sinclair/typebox'
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts'
 import { ErrorEnvelope } from '../services/models/agent.ts'
 import { Message, SendMessageInput } from '../services/models/message.ts'
-import { ROUTE_ERRORS, SIGNED_ERRORS } from './openapi-docs.ts'
+import { DOCUMENTED_PARAMETERS, ROUTE_ERRORS, SIGNED_ERRORS } from './openapi-docs.ts'
 
 /** The worked example of docs/protocol.md §1 (RFC 8032 test key 1); a test re-derives it. */
 export const EXAMPLE = {
@@ -267,6 +267,12 @@ export function finishDocument(generated: Doc, version: string): Doc {
     for (const method of METHODS) {
       const op = item[method]
       if (!op) continue
+      // the parameters the route documents, beside those derived from its path schema (one per name and place)
+      const documented: Doc[] = op[DOCUMENTED_PARAMETERS] ?? []
+      delete op[DOCUMENTED_PARAMETERS]
+      const present = new Set((op.parameters ?? []).map((p: Doc) => `${p.in} ${p.name}`))
+      const missing = documented.filter((p) => !present.has(`${p.in} ${p.name}`))
+      if (missing.length > 0) op.parameters = [...(op.parameters ?? []), ...missing]
       const entry = ROUTE_ERRORS[`${method} ${path}`]
       if (!entry) continue // a test fails on any operation without an entry
       op.operationId = entry.id

@@ -16,6 +16,7 @@ import { Bridge } from './bridge.ts'
 import { FilePolicy } from './file-policy.ts'
 import { serveHttp } from './http.ts'
 import { createMcpServer } from './server.ts'
+import { setRelayUrl } from './tool.ts'
 
 export const MCP_HELP = `relay mcp [--relay URL] [--key FILE] [--http HOST:PORT] — the relay as MCP tools for an LLM host
 
@@ -139,6 +140,8 @@ export async function runMcp(argv: string[], io: McpIo): Promise<number> {
   if (channel && listen) throw new UsageError('--channel works over stdio only (hosts start channel servers as a command)')
   const bridge = new Bridge({ relayUrl, keys, files, inbox: { log }, publishEncryption: io.env.RELAY_PUBLISH_ENCRYPTION !== 'false' })
   log(`agent ${keys.publicKey} on ${relayUrl}`)
+  const hint = setRelayUrl(relayUrl)
+  if (hint) log(`warning: ${hint}`)
   log(`files: ${files.roots.join(', ')}${files.isDefault ? ' (the default; --files DIR to choose)' : ''}${files.allowOverwrite ? ', may overwrite' : ''}`)
   bridge.start()
   try {

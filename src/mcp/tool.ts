@@ -6,6 +6,7 @@
  */
 import type { CallToolResult, McpServer, ServerContext, ToolAnnotations } from '@modelcontextprotocol/server'
 import { z } from 'zod'
+import { relayPathHint } from '../cli/client-cli.ts'
 import { NotARelayError, RelayApiError, RelayConnectionError } from '../client/index.ts'
 
 export type ToolExtra = ServerContext
@@ -54,12 +55,22 @@ export function success(structured: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(structured, null, 2) }], structuredContent: structured }
 }
 
+/** What a not_found answer adds when the bridge's --relay URL has a path (…/v1), as the CLI says it; one per process. */
+let relayHint: string | undefined
+
+/** The relay URL of this process's bridge, for the hint above; returns the hint, if any. */
+export function setRelayUrl(relayUrl: string): string | undefined {
+  relayHint = relayPathHint(relayUrl)
+  return relayHint
+}
+
 /** The text of a failed call, for a model to read and act on. */
 export function describeError(err: unknown): string {
   if (err instanceof RelayApiError) {
     let text = `The relay refused the request: ${err.code}: ${err.message}`
     if (err.status) text += ` (HTTP ${err.status}${err.requestId ? `, request ${err.requestId}` : ''})`
     if (err.details !== null && err.details !== undefined) text += `\ndetails: ${JSON.stringify(err.details)}`
+    if (err.code === 'not_found' && relayHint) text += `\nhint: ${relayHint}`
     return text
   }
   if (err instanceof RelayConnectionError || err instanceof NotARelayError) return err.message

@@ -39,7 +39,8 @@ const NULLABLE = ['content_type', 'attachments', 'thread_id', 'in_reply_to', 'ex
 export function parseSendInput(input: unknown): SendRequest {
   if (!isPlainObject(input)) {
     throw badRequest('The request body must be a JSON object: {"recipient_key": "…", "body": …} with a body, attachments or both', {
-      body: `must be a JSON object, not ${jsonKind(input)}`,
+      // a JSON null and an empty request body both arrive as null
+      body: `must be a JSON object, not ${jsonKind(input ?? undefined)}`,
     })
   }
   let bodyText: string | null = null

@@ -175,6 +175,8 @@ export function validate<T extends TSchema>(schema: T, value: unknown, what = 'r
 /** What a JSON value is, for messages: "null", "an array", "a string"… */
 export function jsonKind(v: unknown): string {
   if (v === null) return 'null'
+  // the HTTP layer hands a JSON null and an empty body alike as null, and services read both as absent
+  if (v === undefined) return 'null or an empty body'
   if (Array.isArray(v)) return 'an array'
   return typeof v === 'object' ? 'an object' : typeof v === 'string' ? 'a string' : typeof v === 'number' ? 'a number' : typeof v === 'boolean' ? 'true or false' : String(typeof v)
 }

@@ -248,3 +248,18 @@ describe('POST /v1/agents/me/capabilities', () => {
     await expectError(await a.transport.send('POST', '/v1/agents/me/capabilities', { capabilities: [{ name: 'a' }, { name: 'a' }] }), 400, 'bad_request')
   })
 })
+
+describe('timestamps as MRP SDKs sign them', () => {
+  test('whole seconds (…T10:00:00Z) are accepted; the identical request again in that second is a replay (README, MRP compatibility)', async () => {
+    const { signed } = await import('../support/signed.ts')
+    const keys = generateKeyPair()
+    const second = new Date(Math.floor(t.clock.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z')
+    expect(second).toMatch(/T\d{2}:\d{2}:\d{2}Z$/)
+    const get = () => t.handle(signed(keys, 'GET', '/v1/agents/me', { timestamp: second }))
+    expect((await get()).status).toBe(200)
+    await expectError(await get(), 409, 'replay_detected')
+    // the next second, or any millisecond, signs afresh
+    const later = new Date(Date.parse(second) + 1000).toISOString().replace('.000Z', 'Z')
+    expect((await t.handle(signed(keys, 'GET', '/v1/agents/me', { timestamp: later }))).status).toBe(200)
+  })
+})

@@ -26,7 +26,7 @@ const ARTIFACTS = join(ROOT, 'test-artifacts', 'console')
  * The screenshots kept in the repository (docs/console.md shows them), by artifact name; `UPDATE_SCREENSHOTS=1`
  * refreshes them (docs/img/console-operator.png comes from operator-chart.test.ts: an hour of traffic).
  */
-const DOC_SHOTS: Record<string, string> = { inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', 'inbox-dark': 'console-inbox-dark.png' }
+const DOC_SHOTS: Record<string, string> = { key: 'console-key.png', inbox: 'console-inbox.png', 'key-export': 'console-key-export.png', 'inbox-dark': 'console-inbox-dark.png' }
 
 /** WCAG contrast ratio of the text of every visible button against what is behind it, lowest first. */
 async function buttonContrasts(page: import('playwright-core').Page): Promise<{ ratio: number; text: string }[]> {
@@ -146,15 +146,15 @@ describe('/console', () => {
           })
         const keyEl = page.locator('#public-key')
         /** Every button of the view readable (WCAG AA, 4.5:1 for text) in light and dark; a dark screenshot of it. */
-        const readable = async (view: string) => {
+        const readable = async (view: string, heading = view) => {
           for (const scheme of ['dark', 'light'] as const) {
             await page.emulateMedia({ colorScheme: scheme })
-            await page.getByRole('link', { name: view }).click()
-            await page.getByRole('heading', { name: view, exact: true }).waitFor()
+            if (view !== 'Key') await page.getByRole('link', { name: view, exact: true }).click()
+            await page.getByRole('heading', { name: heading, exact: true }).waitFor()
             await page.waitForTimeout(300)
             const lowest = (await buttonContrasts(page))[0]
             expect({ scheme, view, ...lowest, ok: lowest.ratio >= 4.5 }).toMatchObject({ ok: true })
-            if (scheme === 'dark') await shot(`${view.toLowerCase()}-dark`, false)
+            if (scheme === 'dark') await shot(`${view.toLowerCase().replace(/\W+/g, '-')}-dark`, false)
           }
         }
 
@@ -187,6 +187,7 @@ describe('/console', () => {
         expect(await page.locator('.key-bar').getByRole('button').allTextContents()).toEqual(['Copy', 'Forget'])
         await page.getByRole('button', { name: 'Forget' }).click()
         await page.getByRole('button', { name: 'Generate a new key' }).waitFor()
+        await readable('Key', 'Your key')
         expect(await storedKey()).toBeNull()
 
         // 1. a key made in the browser, exported once when it is made, kept across a reload
@@ -311,12 +312,19 @@ describe('/console', () => {
         await page.getByRole('link', { name: 'Downloads' }).click()
         await page.getByRole('heading', { name: 'Downloads' }).waitFor()
         await shot('downloads')
+        await page.getByRole('link', { name: 'What the relay sees' }).click()
+        await page.getByRole('heading', { name: 'What this relay can see' }).waitFor()
+        await shot('visibility')
+        // every view's buttons readable in both colour schemes, each view also shot dark
+        for (const [view, heading] of [['Send', 'Send a message'], ['Threads'], ['Status', 'Message status'], ['Downloads'], ['Discover', 'Discover agents'], ['Profile'], ['What the relay sees', 'What this relay can see']]) {
+          await readable(view, heading)
+        }
 
         // 7. an operator key, imported from its key file, suspends the agent
         await page.getByRole('button', { name: 'Forget' }).click()
         await page.getByRole('button', { name: 'Generate a new key' }).waitFor()
-        await page.getByLabel('…or paste its content').fill(encodeKeyFile(adminKeys))
-        await page.getByRole('button', { name: 'Import' }).click()
+        // its key file as an MRP tool writes it: the raw 32-byte seed (pasted JSON is imported in encryption.test.ts)
+        await page.getByLabel('Key file').setInputFiles({ name: 'operator.key', mimeType: 'application/octet-stream', buffer: Buffer.from(adminKeys.seed) })
         await page.getByRole('link', { name: 'Operator' }).click()
         const suspend = page.getByRole('button', { name: `Suspend ${agentKeys.publicKey}` })
         await suspend.waitFor()

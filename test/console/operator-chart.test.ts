@@ -1,7 +1,7 @@
 /**
  * The operator view's traffic chart in a real browser (Debian's Chromium through playwright-core),
  * drawn from an hour of real traffic: a relay in process on a real port, its clock moved minute by
- * minute while agents make requests (some refused with 4xx), then set to now for the browser. The
+ * minute while agents make requests (some refused with 4xx), then held at the last of them for the browser. The
  * chart has one slot per minute, bar heights in proportion to the counts it was given, errors stacked
  * on top, and the same figures in its table. Its screenshot is the one docs/console.md shows
  * (`UPDATE_SCREENSHOTS=1`). Skipped with one line where Chromium is missing (never under CI).
@@ -44,7 +44,9 @@ beforeAll(async () => {
     await Bun.sleep(5) // counted once answered
     clock.advance(MINUTE)
   }
-  clock.set(Date.now())
+  // held at the minute the traffic ends in: with the wall clock, a setup that crossed into the next minute
+  // would push the first minute out of the hour shown (within the ±300 s the browser's signatures allow)
+  clock.set(now)
 }, 120_000)
 
 afterAll(async () => {

@@ -35,7 +35,7 @@ describe('console signing', () => {
   test('a key file whose public key does not match its seed, or is not one, is refused', async () => {
     const v = vectors.requests[0]
     await expect(keys.identityFromFile(seedFile(v.private_seed_hex, 'PUAXw-hDiVqStwqnTRt-vJyYLM8uxJaMwM1V8Sr0Zgw'))).rejects.toThrow(/does not match/)
-    await expect(keys.identityFromFile('not json')).rejects.toThrow(/not JSON/)
+    await expect(keys.identityFromFile('not json')).rejects.toThrow(/a key file holds one of: relay keygen JSON/)
     await expect(keys.identityFromFile('{"private_key":"short"}')).rejects.toThrow(/no private_key/)
   })
 

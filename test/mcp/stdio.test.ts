@@ -229,3 +229,39 @@ describe('the process', () => {
     expect(await new Response(proc.stderr).text()).toContain(`relay mcp: agent ${alice.keys.publicKey} on ${relay.url}`)
   }, 20_000)
 })
+
+describe('key files of MRP tools', () => {
+  test('relay mcp signs with a raw 32-byte seed file (mrp-sdk Keypair.save) and warns that others can read it', async () => {
+    const { generateKeyPair } = await import('../../src/auth/sign.ts')
+    const keys = generateKeyPair()
+    const keyFile = join(dir, 'mrp-seed.key')
+    writeFileSync(keyFile, keys.seed, { mode: 0o644 })
+    const seedAgent: Agent = { keys, keyFile }
+    const bridge = await stdioBridge({ relayUrl: relay.url, agent: seedAgent, cwd: dir, env: PLAIN })
+    try {
+      const me = await ok<any>(bridge, 'relay_whoami')
+      expect(me.public_key).toBe(keys.publicKey)
+      const sent = await ok<any>(bridge, 'relay_send', { to: bob.keys.publicKey, text: 'from a seed file' })
+      const got = await ok<any>(b, 'relay_wait', { from: keys.publicKey, timeout_s: 20 })
+      expect(got.message).toMatchObject({ message_id: sent.message_id, sender_key: keys.publicKey, body: { text: 'from a seed file' } })
+      await ok(b, 'relay_ack', { message_ids: [sent.message_id] })
+      expect(bridge.stderr()).toContain('can be read by others')
+    } finally {
+      await bridge.close()
+    }
+  }, 60_000)
+})
+
+describe('--relay with a path', () => {
+  test('a URL ending in /v1 is warned about at start, and each "No such route" answer carries the hint', async () => {
+    const bridge = await stdioBridge({ relayUrl: `${relay.url}/v1`, agent: alice, cwd: dir, env: PLAIN })
+    try {
+      const refused = await call(bridge, 'relay_discover', { tags: ['anything'] })
+      expect(refused.isError).toBe(true)
+      expect(textOf(refused)).toContain(`\nhint: --relay is the relay's address without /v1 (every command adds it): try --relay ${relay.url}`)
+      expect(bridge.stderr()).toContain(`relay mcp: warning: --relay is the relay's address without /v1`)
+    } finally {
+      await bridge.close()
+    }
+  }, 60_000)
+})

@@ -129,3 +129,59 @@ describe('query parameters named like prototype members', () => {
     }
   })
 })
+
+/** Each field MRP's reference marks required, with its JSON type ('string|null' where it allows null). */
+function expectFields(what: string, value: any, fields: Record<string, string>) {
+  const typeOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v)
+  const got = Object.fromEntries(Object.keys(fields).map((k) => [k, k in value ? typeOf(value[k]) : 'absent']))
+  const want = Object.fromEntries(Object.entries(fields).map(([k, types]) => [k, types.split('|').includes(got[k]) ? got[k] : types]))
+  expect([what, got]).toEqual([what, want])
+}
+const DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
+
+describe('every other answer carries the fields MRP documents for it', () => {
+  test('send, poll page, profile, discovery, ACL entry, webhook, blob', async () => {
+    const a = await agent(t, { visibility: 'public', capabilities: [{ name: 'shape', tags: ['wire-shape'] }] })
+    const b = await agent(t)
+    const sent: any = await (await rawSend(a, { recipient_key: b.publicKey, body: 1 })).json()
+    expectFields('send', sent, { message_id: 'string', status: 'string', created_at: 'string', expires_at: 'string' })
+    expect([sent.status, sent.created_at, sent.expires_at].map(String)).toEqual(['sent', expect.stringMatching(DATE), expect.stringMatching(DATE)])
+
+    const page: any = await (await rawGet(b, '/v1/messages')).json()
+    expectFields('poll page', page, { messages: 'array', has_more: 'boolean', next_cursor: 'string|null' })
+    expectFields('message', page.messages[0], {
+      message_id: 'string', sender_key: 'string', recipient_key: 'string', content_type: 'string', attachments: 'array',
+      status: 'string', created_at: 'string', expires_at: 'string', thread_id: 'string|null', in_reply_to: 'string|null', metadata: 'object|null',
+    })
+
+    const profile: any = await (await rawGet(b, `/v1/agents/${a.publicKey}`)).json()
+    expectFields('profile', profile, {
+      public_key: 'string', status: 'string', visibility: 'string', inbox_policy: 'string', created_at: 'string',
+      last_active_at: 'string', metadata: 'object', capabilities: 'array', display_name: 'string|null',
+    })
+    expectFields('capability', profile.capabilities[0], { name: 'string', tags: 'array' })
+
+    const found: any = await (await rawGet(b, '/v1/discover?tag=wire-shape')).json()
+    expectFields('discovery page', found, { agents: 'array', has_more: 'boolean', next_cursor: 'string|null' })
+    expectFields('discovery entry', found.agents[0], { public_key: 'string', last_active_at: 'string', capabilities: 'array', display_name: 'string|null' })
+
+    const put: any = await (await a.transport.send('PUT', `/v1/agents/me/acl/${b.publicKey}`, { entry_type: 'allow' })).json()
+    const one: any = await (await rawGet(a, `/v1/agents/me/acl/${b.publicKey}`)).json()
+    const list: any = await (await rawGet(a, '/v1/agents/me/acl')).json()
+    for (const [what, entry] of [['ACL PUT', put], ['ACL GET', one], ['ACL list entry', list[0]]]) {
+      expectFields(what, entry, { id: 'number', owner_key: 'string', peer_key: 'string', entry_type: 'string', created_at: 'string' })
+      expect(Number.isInteger(entry.id)).toBe(true)
+    }
+
+    const hook: any = await (await a.transport.send('PUT', '/v1/agents/me/webhook', { url: 'https://hooks.example.com/in', secret: 'A'.repeat(43) })).json()
+    const hookGet: any = await (await rawGet(a, '/v1/agents/me/webhook')).json()
+    for (const [what, w] of [['webhook PUT', hook], ['webhook GET', hookGet]]) {
+      expectFields(what, w, { url: 'string', enabled: 'boolean', consecutive_failures: 'number', created_at: 'string' })
+    }
+    await a.deleteWebhook()
+
+    const blob: any = await (await a.transport.send('POST', '/v1/blobs', new Uint8Array([1, 2, 3]), { 'content-type': 'application/octet-stream' })).json()
+    expectFields('blob', blob, { blob_id: 'string', hash: 'string', size: 'number', content_type: 'string', created_at: 'string', expires_at: 'string' })
+    expect(blob.hash).toMatch(/^[0-9a-f]{64}$/)
+  })
+})

@@ -134,7 +134,7 @@ describe('accepting a message', () => {
 describe('a request body that is not an object', () => {
   test('null, an array, a string: 400 that says what a send looks like and what was given', async () => {
     const a = await agent(t)
-    for (const [raw, kind] of [['null', 'null'], ['[]', 'an array'], ['"hello"', 'a string']]) {
+    for (const [raw, kind] of [['null', 'null or an empty body'], ['', 'null or an empty body'], ['[]', 'an array'], ['"hello"', 'a string']]) {
       const res = await a.transport.send('POST', '/v1/messages', raw, { 'content-type': 'application/json' })
       const err = await expectError(res, 400, 'bad_request')
       expect(err.message).toBe('The request body must be a JSON object: {"recipient_key": "…", "body": …} with a body, attachments or both')

@@ -13,6 +13,8 @@
  * signs as before, and the console says that importing its key file again enables decryption.
  */
 
+import { KEY_FILE_FORMATS } from '../../auth/key-file-formats.ts'
+
 /** Where consoles before this one kept the key file, in clear; moved to IndexedDB once, then deleted. */
 const LEGACY_STORAGE_KEY = 'agent-relay-console.key'
 const DB_NAME = 'agent-relay-console'
@@ -54,24 +56,62 @@ export function fromB64url(text: string): Uint8Array {
 
 const KEY_RE = /^[A-Za-z0-9_-]{43}$/
 
-/** Makes an Identity from key-file text; throws with a readable message when it is not one. */
-export async function identityFromFile(text: string): Promise<Identity> {
-  let parsed: { public_key?: unknown; private_key?: unknown }
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    throw new Error('The key file is not JSON')
+const fromHex = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16))
+
+/** The 32 or 64 bytes of text in base64 or base64url, padded or not; null for any other text. */
+function fromBase64Any(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) return null
+  const unpadded = text.replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+  if (unpadded.length % 4 === 1) return null
+  const bytes = fromB64url(unpadded)
+  return b64url(bytes) === unpadded && (bytes.length === 32 || bytes.length === 64) ? bytes : null
+}
+
+/**
+ * The seed a key file holds, and the public key it states if it states one, in every format `--key`
+ * reads (KEY_FILE_FORMATS): relay keygen's JSON, the raw 32-byte seed of MRP tools (mrp-sdk's
+ * Keypair.save), the 64-byte seed + public key, the seed in hex or base64/base64url.
+ */
+function readKeyFile(content: string | Uint8Array): { seed: Uint8Array; stated?: string; halves?: boolean } {
+  if (typeof content !== 'string') {
+    if (content.length === 32) return { seed: content }
+    const printable = content.every((b) => (b >= 0x20 && b <= 0x7e) || b === 0x09 || b === 0x0a || b === 0x0d)
+    if (content.length === 64 && !printable) return { seed: content.slice(0, 32), stated: b64url(content.slice(32)), halves: true }
+    content = new TextDecoder().decode(content)
   }
-  const d = parsed.private_key
-  if (typeof d !== 'string' || !KEY_RE.test(d)) throw new Error('The key file has no private_key (base64url of 32 bytes)')
-  const pkcs8 = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20, ...fromB64url(d)])
+  const text = content.trim()
+  if (text.startsWith('{')) {
+    let parsed: { public_key?: unknown; private_key?: unknown }
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      throw new Error('The key file looks like JSON but does not parse')
+    }
+    const d = parsed.private_key
+    if (typeof d !== 'string' || !KEY_RE.test(d)) throw new Error('The key file has no private_key (base64url of 32 bytes)')
+    return { seed: fromB64url(d), stated: typeof parsed.public_key === 'string' ? parsed.public_key : undefined }
+  }
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return { seed: fromHex(text) }
+  const bytes = /^[0-9a-fA-F]{128}$/.test(text) ? fromHex(text) : fromBase64Any(text)
+  if (bytes?.length === 32) return { seed: bytes }
+  if (bytes?.length === 64) return { seed: bytes.slice(0, 32), stated: b64url(bytes.slice(32)), halves: true }
+  throw new Error(`Not a key this console can read; a key file holds one of: ${KEY_FILE_FORMATS}`)
+}
+
+/** Makes an Identity from a key file (its bytes, or pasted text); throws with a readable message when it is not one. */
+export async function identityFromFile(content: string | Uint8Array): Promise<Identity> {
+  const { seed, stated, halves } = readKeyFile(content)
+  const d = b64url(seed)
+  const pkcs8 = new Uint8Array([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20, ...seed])
   // extractable once, to derive the public key from the seed (a JWK export carries it as x)
   const probe = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, true, ['sign'])
   const jwk = await crypto.subtle.exportKey('jwk', probe)
   const publicKey = jwk.x as string
-  if (typeof parsed.public_key === 'string' && parsed.public_key !== publicKey) throw new Error('The key file public_key does not match its private_key')
+  if (stated !== undefined && stated !== publicKey) {
+    throw new Error(halves ? 'The key file holds 64 bytes, but its second half is not the public key of its first (seed + public key)' : 'The key file public_key does not match its private_key')
+  }
   const signingKey = await crypto.subtle.importKey('pkcs8', pkcs8, { name: 'Ed25519' }, false, ['sign'])
-  const agreementKey = await agreementKeyFromSeed(fromB64url(d))
+  const agreementKey = await agreementKeyFromSeed(seed)
   const file = JSON.stringify({ public_key: publicKey, private_key: d }, null, 2) + '\n'
   return { publicKey, signingKey, agreementKey, file, origin: 'imported' }
 }

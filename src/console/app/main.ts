@@ -46,9 +46,9 @@ function showKeySetup(): void {
   fill(nav)
   fill(keyBar)
   fill(connection)
-  const file = h('input', { type: 'file', name: 'keyfile', accept: '.key,.json,application/json' })
+  const file = h('input', { type: 'file', name: 'keyfile', accept: '.key,.json,application/json,application/octet-stream,text/plain' })
   const text = h('textarea', { name: 'keytext', rows: 4, spellcheck: 'false', autocomplete: 'off' })
-  const useText = async (content: string) => {
+  const useText = async (content: string | Uint8Array) => {
     try {
       await start(await identityFromFile(content))
     } catch (err) {
@@ -63,7 +63,7 @@ function showKeySetup(): void {
       {},
       'The console acts as an agent with an Ed25519 key held in this browser. The key is never sent: every request is signed here. ' +
         'The browser keeps it as a key that can sign but that no page, this one included, can read back. ' +
-        'Make a new key, or import the key file of an agent (the JSON file that relay keygen writes).',
+        'Make a new key, or import the key file of an agent: the JSON file that relay keygen writes, or the seed file of an MRP tool (raw 32 bytes, hex or base64).',
     ),
     h('button', { type: 'button', id: 'generate', onclick: async () => start(await generateIdentity()) }, 'Generate a new key'),
     h(
@@ -77,7 +77,8 @@ function showKeySetup(): void {
   )
   file.addEventListener('change', async () => {
     const f = file.files?.[0]
-    if (f) await useText(await f.text())
+    // the bytes as they are: an MRP tool's key file may be the raw 32-byte seed
+    if (f) await useText(new Uint8Array(await f.arrayBuffer()))
   })
 }
 

@@ -8,6 +8,7 @@ import { routeAuth } from '../route-auth.ts'
 import { badRequest } from '../../errors.ts'
 import type { AdminService } from '../../services/admin.ts'
 import { AdminAgent, AdminAgentPage, AdminStats, AdminSuspendInput, AllowInput, AllowResult, AllowedKeyList, RecentErrors, TrafficSeries, WebhookQueue } from '../../services/models/admin.ts'
+import { jsonKind } from '../../services/validate.ts'
 import { doc, jsonBody, jsonResponse, pathParam, queryParams } from '../openapi-docs.ts'
 import { rawQuery } from '../query.ts'
 
@@ -31,7 +32,7 @@ function intParam(query: Record<string, string | string[]>, name: string): numbe
 /** The body as an object (absent → empty). */
 function objectBody(body: unknown): Record<string, unknown> {
   if (body === undefined || body === null) return {}
-  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('Expected a JSON object')
+  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('Invalid request body', { body: `must be a JSON object ({…}), not ${jsonKind(body)}` })
   return body as Record<string, unknown>
 }
 
