@@ -1,23 +1,35 @@
 /**
- * A hint to collect garbage every few mebibytes of a large transfer. node:crypto returns every cipher
- * call's output in new memory (64 KiB per attachment segment, 100 MiB of garbage per pass over a
- * 100 MiB file), and Bun's collector counts little of it towards its next collection: without a hint
- * the process grows by 20–30 MiB before the memory is reused. `Bun.gc(false)` starts an asynchronous
- * collection and lets mimalloc reuse what was freed; it costs microseconds to ask. Elsewhere
- * (Node, browsers) the hint does nothing.
+ * A memory budget for large transfers. node:crypto returns every cipher call's output in new memory
+ * (64 KiB per attachment segment: 100 MiB of garbage per pass over a 100 MiB file), and so do the
+ * chunks of a fetch response; Bun's collector lets much of it pile up before it runs, so a 100 MiB
+ * transfer grew the process by 30–45 MiB, a third of which the collector would have freed.
+ *
+ * The meter looks at the resident size every mebibyte of data (a few microseconds) and, when the
+ * transfer has grown it by more than the budget, runs a full collection (`Bun.gc(true)`, which also
+ * hands freed memory back to the system; about 10 ms with the client's heap). A collection that frees
+ * too little moves the line up, so a process that grows for other reasons is not collected over and
+ * over. Where there is no `Bun.gc` (Node, browsers) the meter does nothing.
  */
 const bunGc = (globalThis as { Bun?: { gc?: (force?: boolean) => void } }).Bun?.gc
+const residentBytes = typeof process !== 'undefined' && typeof process.memoryUsage?.rss === 'function' ? () => process.memoryUsage.rss() : null
 
-const HINT_EVERY_BYTES = 4 * 1024 * 1024
+/** Growth of the resident size a transfer is allowed before a collection. */
+export const TRANSFER_MEMORY_BUDGET = 16 * 1024 * 1024
+const CHECK_EVERY_BYTES = 1024 * 1024
 
-/** Counts bytes of garbage made; asks for a collection each time `everyBytes` more were counted. */
-export function garbageHint(everyBytes = HINT_EVERY_BYTES): (bytes: number) => void {
-  if (!bunGc) return () => {}
-  let made = 0
+/** A meter for one transfer: call it with the bytes each step moved. */
+export function memoryBudget(budgetBytes = TRANSFER_MEMORY_BUDGET): (bytes: number) => void {
+  if (!bunGc || !residentBytes) return () => {}
+  const gc = bunGc
+  const rss = residentBytes
+  let limit = rss() + budgetBytes
+  let moved = 0
   return (bytes) => {
-    made += bytes
-    if (made < everyBytes) return
-    made = 0
-    bunGc(false)
+    moved += bytes
+    if (moved < CHECK_EVERY_BYTES) return
+    moved = 0
+    if (rss() <= limit) return
+    gc(true)
+    limit = Math.max(limit, rss() + budgetBytes / 2)
   }
 }
