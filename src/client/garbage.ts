@@ -1,14 +1,15 @@
 /**
  * A memory budget for large transfers. node:crypto returns every cipher call's output in new memory
  * (64 KiB per attachment segment: 100 MiB of garbage per pass over a 100 MiB file), and so do the
- * chunks of a fetch response; Bun's collector lets much of it pile up before it runs, so a 100 MiB
- * transfer grew the process by 30–45 MiB, a third of which the collector would have freed.
+ * chunks of a fetch response; Bun's collector lets much of it pile up before it runs, and a 100 MiB
+ * encrypted download grew the process by 33–45 MiB.
  *
- * The meter looks at the resident size every mebibyte of data (a few microseconds) and, when the
- * transfer has grown it by more than the budget, runs a full collection (`Bun.gc(true)`, which also
- * hands freed memory back to the system; about 10 ms with the client's heap). A collection that frees
- * too little moves the line up, so a process that grows for other reasons is not collected over and
- * over. Where there is no `Bun.gc` (Node, browsers) the meter does nothing.
+ * The meter looks at the resident size every mebibyte of data (about 13 µs) and, when the transfer
+ * has grown it by more than the budget, runs a full collection (`Bun.gc(true)`, which also hands freed
+ * memory back to the system; 10–20 ms with the client's heap, four or five times per 100 MiB
+ * download). A collection that frees too little moves the line up, so a process that grows for other
+ * reasons is not collected over and over. Where there is no `Bun.gc` (Node, browsers) the meter does
+ * nothing.
  */
 const bunGc = (globalThis as { Bun?: { gc?: (force?: boolean) => void } }).Bun?.gc
 const residentBytes = typeof process !== 'undefined' && typeof process.memoryUsage?.rss === 'function' ? () => process.memoryUsage.rss() : null

@@ -7,7 +7,6 @@ import { signRequest } from '../auth/sign.ts'
 import { prepareBlobSource, type BlobSource, type PreparedBlob } from './blob-source.ts'
 import { prepareEncryptedUpload } from './encrypted-source.ts'
 import { writeBatchesToFile, writeBlobToFile, type DownloadedFile } from './blob-file.ts'
-import { memoryBudget } from './garbage.ts'
 import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
 import { ClientEncryption, type SendEncryptionOptions } from './encryption.ts'
 import { ENCRYPTED_CONTENT_TYPE, ENCRYPTION_METADATA_KEY, encryptionDeclaration, type BlobOpener, type CryptoPrimitives, type EncryptionVersion } from '../crypto/index.ts'
@@ -538,11 +537,8 @@ const DOWNLOAD_BATCH_BYTES = 256 * 1024
 async function* decryptedBatches(opener: BlobOpener, body: ReadableStream<Uint8Array> | null): AsyncGenerator<Uint8Array[]> {
   let batch: Uint8Array[] = []
   let bytes = 0
-  // each chunk of the response and each decrypted segment is garbage once written
-  const meter = memoryBudget()
   if (body) {
     for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-      meter(chunk.byteLength)
       const before = batch.length
       opener.push(chunk, batch)
       for (let i = before; i < batch.length; i++) bytes += batch[i]!.byteLength
