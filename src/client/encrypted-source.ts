@@ -10,7 +10,7 @@ import { open, type FileHandle } from 'node:fs/promises'
 import { BLOB_HEADER_BYTES, BLOB_SEGMENT_BYTES, BLOB_TAG_BYTES } from '../crypto/constants.ts'
 import { encryptedBlobSize, type BlobSealer } from '../crypto/blob.ts'
 import type { PreparedBlob } from './blob-source.ts'
-import { memoryBudget } from './garbage.ts'
+import { collectionHints } from './garbage.ts'
 
 /**
  * Plaintext read per step, in whole segments: 1 MiB while hashing (into two reused read buffers), 256 KiB
@@ -125,7 +125,7 @@ async function hashEncrypted(sealer: BlobSealer, source: ReReadable, plainSize: 
   const count = Math.max(1, Math.ceil(plainSize / BLOB_SEGMENT_BYTES))
   let index = 0
   // the cipher's output for each segment is garbage once hashed
-  const meter = memoryBudget()
+  const meter = collectionHints()
   for await (const block of plainBlocks(source, plainSize, HASH_BLOCK_BYTES)) {
     meter(block.length)
     const inBlock = Math.max(1, Math.ceil(block.length / BLOB_SEGMENT_BYTES))
@@ -149,7 +149,7 @@ async function* encryptedChunks(sealer: BlobSealer, source: ReReadable, plainSiz
   let index = 0
   const ring = REUSE_SENT_CHUNKS ? new ChunkRing(BLOB_HEADER_BYTES + SEND_BLOCK_BYTES + (SEND_BLOCK_BYTES / BLOB_SEGMENT_BYTES) * BLOB_TAG_BYTES) : null
   // the cipher's output for each segment is garbage once copied into the chunk (and the chunk once sent, without the ring)
-  const meter = memoryBudget()
+  const meter = collectionHints()
   for await (const block of plainBlocks(source, plainSize, SEND_BLOCK_BYTES)) {
     meter(block.length)
     const head = index === 0 ? BLOB_HEADER_BYTES : 0
