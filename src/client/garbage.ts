@@ -8,12 +8,12 @@
  * - an upload asks for an asynchronous collection every 4 MiB (`Bun.gc(false)`: microseconds to ask,
  *   the work on the collector's own thread). With its request chunks reused, an upload's only garbage
  *   is the cipher's output, and that keeps up with it.
- * - a download keeps a budget: every mebibyte it looks at the resident size (about 13 µs) and, once the
- *   transfer has grown it by more than 16 MiB, runs a full collection (`Bun.gc(true)`, which also hands
- *   freed memory back to the system: 10–20 ms, one to five times per 100 MiB). Asynchronous hints did
- *   not hold a download's growth down: its response chunks come from the HTTP thread faster than the
- *   collector frees them. The line then moves up by the budget, so a process that grows for other
- *   reasons is not collected over and over.
+ * - a download asks the same, and keeps a budget besides: every mebibyte it looks at the resident size
+ *   (about 13 µs) and, once the transfer has grown it by more than 16 MiB, runs a full collection
+ *   (`Bun.gc(true)`, which also hands freed memory back to the system: 10–20 ms, a few times per
+ *   100 MiB). Hints alone did not hold a download's growth down: its response chunks come from the HTTP
+ *   thread faster than the collector frees them. The line then moves up by the budget, so a process
+ *   that grows for other reasons is not collected over and over.
  */
 const bunGc = (globalThis as { Bun?: { gc?: (force?: boolean) => void } }).Bun?.gc
 const residentBytes = typeof process !== 'undefined' && typeof process.memoryUsage?.rss === 'function' ? () => process.memoryUsage.rss() : null
@@ -43,10 +43,12 @@ export function memoryBudget(budgetBytes = DOWNLOAD_MEMORY_BUDGET): (bytes: numb
   const rss = residentBytes
   let limit = rss() + budgetBytes
   let moved = 0
+  let checks = 0
   return (bytes) => {
     moved += bytes
     if (moved < CHECK_EVERY_BYTES) return
     moved = 0
+    if (++checks % (HINT_EVERY_BYTES / CHECK_EVERY_BYTES) === 0) gc(false)
     if (rss() <= limit) return
     gc(true)
     limit = Math.max(limit, rss() + budgetBytes)
