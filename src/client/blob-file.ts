@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { access, link, open, rename, unlink, type FileHandle } from 'node:fs/promises'
+import { memoryBudget } from './garbage.ts'
 
 export interface DownloadedFile {
   blob_id: string
@@ -53,6 +54,8 @@ export async function writeBatchesToFile(
     await writing
     await syncing
   }
+  // each chunk of the response (and each decrypted segment) is garbage once written
+  const meter = memoryBudget()
   try {
     for await (const batch of batches) {
       let bytes = 0
@@ -65,6 +68,7 @@ export async function writeBatchesToFile(
       writing.catch(() => {})
       size += bytes
       unsynced += bytes
+      meter(bytes)
       if (unsynced >= SYNC_EVERY_BYTES && !syncing) {
         unsynced = 0
         const sync: Promise<void> = writing.then(() => file.datasync()).finally(() => {

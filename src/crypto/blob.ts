@@ -124,6 +124,16 @@ export class BlobSealer {
     if (plaintext.length > BLOB_SEGMENT_BYTES || (!last && plaintext.length !== BLOB_SEGMENT_BYTES)) throw new Error('a segment is 64 KiB of plaintext, except the last')
     return this.p.aes256gcmSeal(this.key, segmentNonce(index, last), plaintext, EMPTY, output)
   }
+
+  /** The same segment as its ciphertext and its tag, apart and uncopied where the primitives allow it. */
+  sealDetached(index: number, last: boolean, plaintext: Uint8Array): [ciphertext: Uint8Array, tag: Uint8Array] {
+    if (!this.p.aes256gcmSealDetached) {
+      const sealed = this.seal(index, last, plaintext)
+      return [sealed.subarray(0, plaintext.length), sealed.subarray(plaintext.length)]
+    }
+    if (plaintext.length > BLOB_SEGMENT_BYTES || (!last && plaintext.length !== BLOB_SEGMENT_BYTES)) throw new Error('a segment is 64 KiB of plaintext, except the last')
+    return this.p.aes256gcmSealDetached(this.key, segmentNonce(index, last), plaintext, EMPTY)
+  }
 }
 
 /**

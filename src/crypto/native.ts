@@ -88,9 +88,16 @@ function randomBytes(length: number): Uint8Array {
 
 const hasNativeChacha = nodeCrypto.getCiphers().includes('chacha20-poly1305')
 
-function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+function aeadCipher(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array) {
   const cipher = nodeCrypto.createCipheriv(algorithm as 'aes-256-gcm', key, nonce, { authTagLength: 16 })
-  cipher.setAAD(aad, { plaintextLength: plaintext.length })
+  // no associated data is the same as empty associated data for both AEADs: the call is skipped (it costs
+  // about a sixth of sealing a 64 KiB attachment segment)
+  if (aad.length > 0) cipher.setAAD(aad, { plaintextLength: plaintext.length })
+  return cipher
+}
+
+function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+  const cipher = aeadCipher(algorithm, key, nonce, plaintext, aad)
   if (output && output.length !== plaintext.length + 16) throw new Error('the output is the plaintext plus 16 bytes')
   const out = output ?? new Uint8Array(plaintext.length + 16)
   const body = cipher.update(plaintext)
@@ -99,6 +106,14 @@ function aeadSeal(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Arra
   out.set(rest, body.length)
   out.set(cipher.getAuthTag(), body.length + rest.length)
   return out
+}
+
+/** AES-256-GCM as the cipher gives it out: the ciphertext and the tag, neither copied. */
+function gcmSealDetached(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): [Uint8Array, Uint8Array] {
+  const cipher = aeadCipher('aes-256-gcm', key, nonce, plaintext, aad)
+  const body = cipher.update(plaintext)
+  const rest = cipher.final()
+  return [rest.length === 0 ? body : Buffer.concat([body, rest]), cipher.getAuthTag()]
 }
 
 function aeadOpen(algorithm: 'aes-256-gcm' | 'chacha20-poly1305', key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null {
@@ -159,6 +174,7 @@ export const nativePrimitives: CryptoPrimitives = {
   },
   aes256gcmSeal: (key, nonce, plaintext, aad, output) => aeadSeal('aes-256-gcm', key, nonce, plaintext, aad, output),
   aes256gcmOpen: (key, nonce, ciphertext, aad) => aeadOpen('aes-256-gcm', key, nonce, ciphertext, aad),
+  aes256gcmSealDetached: gcmSealDetached,
   ed25519Sign(seed, message) {
     const key = edSecrets.get(seed, () => nodeCrypto.createPrivateKey({ key: der(ED25519_PKCS8, seed), format: 'der', type: 'pkcs8' }))
     return copy(nodeCrypto.sign(null, message, key))

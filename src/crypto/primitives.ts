@@ -24,6 +24,11 @@ export interface CryptoPrimitives {
    * written into `output` (plaintext.length + 16 bytes) and returned when given.
    */
   aes256gcmSeal(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array
+  /**
+   * The same seal with the ciphertext and the tag apart, each in memory of the primitive's own that the
+   * caller may keep (to hash or send without copying); optional, the formats fall back to `aes256gcmSeal`.
+   */
+  aes256gcmSealDetached?(key: Uint8Array, nonce: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): [ciphertext: Uint8Array, tag: Uint8Array]
   /** The plaintext in new memory (never a view of `ciphertext`, which the caller may reuse), or null. */
   aes256gcmOpen(key: Uint8Array, nonce: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null
   /** Ed25519 (RFC 8032) signature by a 32-byte seed. */

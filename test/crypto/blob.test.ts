@@ -62,6 +62,23 @@ describe('attachment cipher', () => {
     }
   })
 
+  test('a segment sealed detached (ciphertext and tag apart) is the same bytes, with the native and the pure primitives', () => {
+    const dek = bindEncryption(nativePrimitives).newDek()
+    const salt = new Uint8Array(16).fill(9)
+    const plain = crypto.getRandomValues(new Uint8Array(65_536))
+    const cases: [number, boolean, Uint8Array][] = [[0, false, plain], [1, true, plain.subarray(0, 100)], [0, true, plain.subarray(0, 0)], [70_000, true, plain]]
+    for (const [index, last, pt] of cases) {
+      const whole = toHex(bindEncryption(purePrimitives).blobSealer(dek, salt).seal(index, last, pt))
+      for (const p of [nativePrimitives, purePrimitives]) {
+        const [ciphertext, tag] = bindEncryption(p).blobSealer(dek, salt).sealDetached(index, last, pt)
+        expect(ciphertext.length).toBe(pt.length)
+        expect(tag.length).toBe(16)
+        expect(toHex(ciphertext) + toHex(tag)).toBe(whole)
+      }
+    }
+    expect(() => bindEncryption(nativePrimitives).blobSealer(dek, salt).sealDetached(0, false, plain.subarray(0, 10))).toThrow()
+  })
+
   test('chunking of the input does not matter', async () => {
     const pt = crypto.getRandomValues(new Uint8Array(2 * SEG + 100))
     const dek = native.newDek()
