@@ -6,6 +6,7 @@
 import { readFileSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { RelayApiError, RelayClient, decodeKeyFile, type KeyPair } from '../client/index.ts'
+import { relayPathHint } from '../client/transport.ts'
 import { UsageError, parseArgs } from './args.ts'
 import type { CommandContext, CommandSpec, FlagSpec } from './commands/command.ts'
 import { CLIENT_COMMANDS } from './commands/index.ts'
@@ -86,21 +87,6 @@ function formatError(err: unknown, relayUrl: string | undefined): string {
     return line
   }
   return errorLine((err as Error)?.message ?? String(err))
-}
-
-/** An unknown route under a --relay URL with a path: most likely the path is the mistake (…/v1). */
-export function relayPathHint(relayUrl: string): string | undefined {
-  let path: string
-  try {
-    path = new URL(relayUrl).pathname.replace(/\/+$/, '')
-  } catch {
-    return undefined
-  }
-  if (path === '') return undefined
-  const base = relayUrl.slice(0, relayUrl.length - path.length)
-  return /\/v1$/i.test(path)
-    ? `--relay is the relay's address without /v1 (every command adds it): try --relay ${base}${path.slice(0, -3)}`
-    : `--relay ${relayUrl} has the path ${path}; the relay answers at its address with paths starting /v1/ (try --relay ${base})`
 }
 
 /** Runs one agent-side command; resolves with the exit code (0 ok, 1 failed, 2 usage). */

@@ -57,6 +57,21 @@ export class RelayApiError extends Error {
 /** Where to change the relay address, for messages people read. */
 const ADDRESS_HINT = 'check the address (the --relay flag or the RELAY_URL variable of the relay command line)'
 
+/** An unknown route under a --relay URL with a path: most likely the path is the mistake (…/v1). */
+export function relayPathHint(relayUrl: string): string | undefined {
+  let path: string
+  try {
+    path = new URL(relayUrl).pathname.replace(/\/+$/, '')
+  } catch {
+    return undefined
+  }
+  if (path === '') return undefined
+  const base = relayUrl.slice(0, relayUrl.length - path.length)
+  return /\/v1$/i.test(path)
+    ? `--relay is the relay's address without /v1 (every command adds it): try --relay ${base}${path.slice(0, -3)}`
+    : `--relay ${relayUrl} has the path ${path}; the relay answers at its address with paths starting /v1/ (try --relay ${base})`
+}
+
 /** Nothing answered at the relay's address: it is down, or the address is wrong. */
 export class RelayConnectionError extends Error {
   constructor(

@@ -121,7 +121,7 @@ export class BlobSealer {
    * appended; into `output` (plaintext.length + BLOB_TAG_BYTES) when given.
    */
   seal(index: number, last: boolean, plaintext: Uint8Array, output?: Uint8Array): Uint8Array {
-    if (plaintext.length > BLOB_SEGMENT_BYTES || (!last && plaintext.length !== BLOB_SEGMENT_BYTES)) throw new Error('a segment is 64 KiB of plaintext, except the last')
+    assertSegment(plaintext, last)
     return this.p.aes256gcmSeal(this.key, segmentNonce(index, last), plaintext, EMPTY, output)
   }
 
@@ -131,9 +131,14 @@ export class BlobSealer {
       const sealed = this.seal(index, last, plaintext)
       return [sealed.subarray(0, plaintext.length), sealed.subarray(plaintext.length)]
     }
-    if (plaintext.length > BLOB_SEGMENT_BYTES || (!last && plaintext.length !== BLOB_SEGMENT_BYTES)) throw new Error('a segment is 64 KiB of plaintext, except the last')
+    assertSegment(plaintext, last)
     return this.p.aes256gcmSealDetached(this.key, segmentNonce(index, last), plaintext, EMPTY)
   }
+}
+
+/** A segment is BLOB_SEGMENT_BYTES of plaintext; only the last may be shorter. */
+function assertSegment(plaintext: Uint8Array, last: boolean): void {
+  if (plaintext.length > BLOB_SEGMENT_BYTES || (!last && plaintext.length !== BLOB_SEGMENT_BYTES)) throw new Error('a segment is 64 KiB of plaintext, except the last')
 }
 
 /**

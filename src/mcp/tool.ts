@@ -6,8 +6,8 @@
  */
 import type { CallToolResult, McpServer, ServerContext, ToolAnnotations } from '@modelcontextprotocol/server'
 import { z } from 'zod'
-import { relayPathHint } from '../cli/client-cli.ts'
 import { NotARelayError, RelayApiError, RelayConnectionError } from '../client/index.ts'
+import { relayPathHint } from '../client/transport.ts'
 
 export type ToolExtra = ServerContext
 

@@ -362,8 +362,7 @@ function unusableBlobs(ids: string[]): RelayError {
   )
 }
 
-/** Content-Length as a number; null when absent or not a plain decimal (Bun frames the body anyway). */
-/** A declared Content-Length as a number; null when absent or not a plain decimal count. */
+/** A declared Content-Length as a number; null when absent or not a plain decimal count (Bun frames the body anyway). */
 export function parseContentLength(value: string | null): number | null {
   if (value === null || !/^\d{1,16}$/.test(value.trim())) return null
   return Number(value.trim())

@@ -16,7 +16,6 @@
 import type { SQL } from 'bun'
 import { settleJobs, type UnitJob as Job } from '../unit-job.ts'
 
-
 /** Runs `fn` as one transaction (retries, error mapping and after-commit steps included). */
 export type RunTransaction<S> = <T>(fn: (tx: S, db: SQL) => Promise<T>) => Promise<T>
 

@@ -177,11 +177,12 @@ export class SqliteStorage implements Storage {
     return this.uow.run(fn)
   }
 
-  /** One process owns the database: a job runs unless a run of it has not finished yet. */
+  /** The WAL checkpointed while a background writer pauses (Checkpointer.caughtUp). */
   caughtUp(): Promise<void> {
     return this.checkpointer.caughtUp()
   }
 
+  /** One process owns the database: a job runs unless a run of it has not finished yet. */
   async exclusive<T>(job: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
     if (this.runningJobs.has(job)) return { ran: false }
     this.runningJobs.add(job)

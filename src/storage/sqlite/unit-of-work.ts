@@ -32,7 +32,6 @@ import { RelayError } from '../../errors.ts'
 import { databaseBusy, mapSqliteError, sqliteCode } from './errors.ts'
 import { settleJobs, type UnitJob as Job } from '../unit-job.ts'
 
-
 export interface UnitOfWorkOptions {
   /** How long writes wait for another process's write lock before failing with 503. */
   lockWaitMs: number
@@ -265,13 +264,12 @@ export class SqliteUnitOfWork<S> {
         const wait = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]
         if (performance.now() + wait > deadline) return databaseBusy()
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, wait)
-          const self = this
-          function done() {
+          const done = () => {
             clearTimeout(timer)
-            self.wakeLockWait = null
+            this.wakeLockWait = null
             resolve()
           }
+          const timer = setTimeout(done, wait)
           this.wakeLockWait = done
         })
       }
