@@ -15,7 +15,9 @@
  *    as the client does it: read and encrypt the file into SHA-256, then read and encrypt it again while
  *    the request body streams (no copy anywhere); then download, decrypt and write the file. MB/s of
  *    plaintext, and the bench process's peak RSS above its RSS before the transfer (sampled every
- *    10 ms). Goals: ≥ 200 MB/s, ≤ +32 MiB. BENCH_ROUNDS=n repeats the transfers (default 1).
+ *    10 ms). Goals: ≥ 200 MB/s, ≤ +32 MiB. BENCH_ROUNDS=n repeats the transfers (default 1) and ends
+ *    with each figure's median, lowest and highest over the rounds: one 100 MiB transfer is a fraction of
+ *    a second, and the disk's flush of it varies from round to round.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { open } from 'node:fs/promises'
@@ -26,7 +28,7 @@ import { RelayClient } from '../src/client/index.ts'
 import { bindEncryption } from '../src/crypto/index.ts'
 import { nativePrimitives } from '../src/crypto/native.ts'
 import { purePrimitives } from '../src/crypto/pure.ts'
-import { ensureBinary, startRelayBinary } from './lib.ts'
+import { ensureBinary, percentile, startRelayBinary } from './lib.ts'
 
 const SIZE = Number(process.env.BENCH_SIZE_MIB ?? 100) * 1024 * 1024
 const MB = (bytes: number, ms: number) => (bytes / 1e6 / (ms / 1000)).toFixed(0)
@@ -123,6 +125,7 @@ try {
     }
   }
   const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1)
+  const rounds = { 'encrypted upload MB/s': [] as number[], 'encrypted download MB/s': [] as number[], 'plain upload MB/s': [] as number[], 'plain download MB/s': [] as number[], 'encrypted upload peak RSS MiB': [] as number[], 'encrypted download peak RSS MiB': [] as number[] }
   for (let round = 1; round <= ROUNDS; round++) {
     Bun.gc(true)
     let before = process.memoryUsage().rss
@@ -166,6 +169,22 @@ try {
     console.log(`${ROUNDS > 1 ? `round ${round}: ` : ''}encrypted download of ${SIZE / 1048576} MiB through the relay: ${MB(SIZE, downMs)} MB/s, peak RSS +${mib(downPeak)} MiB   (goal ≥ 200 MB/s, ≤ +32 MiB)`)
     rmSync(out)
     rmSync(join(work, 'out-plain.bin'))
+    const rate = (ms: number) => SIZE / 1e6 / (ms / 1000)
+    rounds['encrypted upload MB/s'].push(rate(upMs))
+    rounds['encrypted download MB/s'].push(rate(downMs))
+    rounds['plain upload MB/s'].push(rate(plainUpMs))
+    rounds['plain download MB/s'].push(rate(plainDownMs))
+    rounds['encrypted upload peak RSS MiB'].push(upPeak / 1048576)
+    rounds['encrypted download peak RSS MiB'].push(downPeak / 1048576)
+  }
+  if (ROUNDS > 1) {
+    console.log(`over ${ROUNDS} rounds: median (lowest–highest)`)
+    for (const [name, values] of Object.entries(rounds)) {
+      const sorted = [...values].sort((a, b) => a - b)
+      const median = percentile(sorted, 50)
+      const digits = name.endsWith('MiB') ? 1 : 0
+      console.log(`  ${name}: ${median.toFixed(digits)} (${sorted[0]!.toFixed(digits)}–${sorted.at(-1)!.toFixed(digits)})`)
+    }
   }
 } finally {
   relay.proc.kill('SIGTERM')
