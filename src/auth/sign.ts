@@ -69,8 +69,6 @@ export function encodeKeyFile(keys: KeyPair): string {
   return JSON.stringify({ public_key: keys.publicKey, private_key: encodeBase64Url(keys.seed) } satisfies KeyFile, null, 2) + '\n'
 }
 
-export { KEY_FILE_FORMATS }
-
 /** The key pair of a seed followed by its public key (64 bytes), checking that the halves belong together. */
 function fromSecretKey(bytes: Uint8Array): KeyPair {
   const keys = keyPairFromSeed(bytes.subarray(0, 32))

@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { decodeKeyFile, encodeKeyFile, generateKeyPair, KEY_FILE_FORMATS } from '../../src/auth/sign.ts'
+import { KEY_FILE_FORMATS } from '../../src/auth/key-file-formats.ts'
+import { decodeKeyFile, encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { ROOT } from '../support/binary.ts'
 
 // browser code, checked with its own tsconfig (DOM types): loaded by path so the project check leaves it out
