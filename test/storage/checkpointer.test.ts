@@ -3,7 +3,7 @@ import { expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { silentLogger } from '../../src/lib/logger.ts'
-import { Checkpointer } from '../../src/storage/sqlite/checkpointer.ts'
+import { Checkpointer, RESTART_AFTER_BYTES, walContentBytes } from '../../src/storage/sqlite/checkpointer.ts'
 import { openDatabase } from '../../src/storage/sqlite/database.ts'
 import { tempDir } from '../support/harness.ts'
 
@@ -46,7 +46,7 @@ test('checkpoints move to the worker and come back when it stops', async () => {
   }
 })
 
-test('caughtUp: a WAL holding more than the restart size is checkpointed from its start at once; a small one is left alone', async () => {
+test('caughtUp: a WAL holding more than the restart size is caught up without holding writers off, and the next write starts it afresh; a small one is left alone', async () => {
   const dir = tempDir()
   const path = join(dir, 'relay.db')
   const c = openDatabase(path)
@@ -57,17 +57,44 @@ test('caughtUp: a WAL holding more than the restart size is checkpointed from it
     const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
     for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
     await until(() => cp.report().on_worker)
-    // over the restart size (4 MiB of frames): one RESTART, and the next write starts the WAL afresh
+    // over the restart size (4 MiB of frames)
     for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
-    const before = cp.report().restarts
+    expect(walContentBytes(path, 4096)).toBeGreaterThan(RESTART_AFTER_BYTES)
     await cp.caughtUp(5000)
-    expect(cp.report().restarts).toBe(before + 1)
-    // the RESTART held writers off: the writer is told the moment it ended
-    expect(writersFree).toBe(1)
+    expect(cp.report()).toMatchObject({ catchups: 1, restarts: 0 })
+    // no checkpoint held writers off
+    expect(writersFree).toBe(0)
+    // every frame was copied: the next write starts the WAL from its start
     c.transaction(() => insert.run('after', 'z'))()
+    expect(walContentBytes(path, 4096)).toBeLessThan(64 * 1024)
     // a WAL of a few frames now: nothing to wait for, no checkpoint
     await cp.caughtUp(5000)
-    expect(cp.report().restarts).toBe(before + 1)
+    expect(cp.report()).toMatchObject({ catchups: 1, restarts: 0 })
+  } finally {
+    await cp.stop()
+    c.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a WAL still past the restart size a tick after catching up gets a RESTART, which tells the writer when it ends', async () => {
+  const dir = tempDir()
+  const path = join(dir, 'relay.db')
+  const c = openDatabase(path)
+  let writersFree = 0
+  const cp = new Checkpointer(c, path, silentLogger, 30).onWritersFree(() => writersFree++).start()
+  try {
+    const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
+    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
+    await until(() => cp.report().on_worker)
+    // past the size, then no write: a catch-up copies everything, but only a write would start the WAL
+    // afresh, so the next tick still finds it past the size and runs a RESTART
+    for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
+    await until(() => cp.report().restarts >= 1)
+    expect(cp.report().catchups).toBeGreaterThanOrEqual(1)
+    expect(writersFree).toBeGreaterThanOrEqual(1)
+    c.transaction(() => insert.run('after', 'z'))()
+    expect(walContentBytes(path, 4096)).toBeLessThan(64 * 1024)
   } finally {
     await cp.stop()
     c.close()

@@ -10,11 +10,15 @@
  * The WAL's size is bounded too. SQLite writes the WAL from its start again only when a write begins
  * after a checkpoint that copied every frame; under steady writes a passive checkpoint is always a
  * little behind, so the WAL would grow for as long as the load lasts. Past `RESTART_AFTER_BYTES` the
- * worker runs a RESTART checkpoint instead, which holds writers off for its duration (a few ms; the
- * relay's writes wait on timers meanwhile) and makes the next write start the WAL afresh; SQLite then
- * cuts a WAL larger than `journal_size_limit` back to it (database.ts). Once writes stop for
- * `IDLE_TICKS` ticks, a TRUNCATE checkpoint empties the WAL. Both run with no busy timeout: when the
- * writer or a reader is in the way they give up at once and are tried at the next tick.
+ * worker first catches up: passive passes, each copying what was written during the one before, until
+ * one pass finds every frame copied and nothing written since. The next write, whoever makes it, then
+ * starts the WAL afresh, and no writer was held off. When the WAL is still past that size at the next
+ * tick (writes never paused long enough), the worker runs a RESTART checkpoint instead, which holds
+ * writers off for its duration (a few ms to ~10 ms; the relay's writes wait on timers meanwhile) and
+ * makes the next write start the WAL afresh. SQLite then cuts a WAL larger than `journal_size_limit`
+ * back to it (database.ts). Once writes stop for `IDLE_TICKS` ticks, a TRUNCATE checkpoint empties the
+ * WAL. RESTART and TRUNCATE run with no busy timeout: when the writer or a reader is in the way they
+ * give up at once and are tried at the next tick.
  */
 import type { Database } from 'bun:sqlite'
 import { closeSync, openSync, readSync, statSync } from 'node:fs'
@@ -32,6 +36,20 @@ self.onmessage = (event) => {
       postMessage({ type: 'ready' })
     } else if (m.type === 'checkpoint') {
       const started = performance.now()
+      if (m.mode === 'CATCHUP') {
+        // passive passes until one finds every frame copied and nothing written since the pass before:
+        // the next write then starts the WAL afresh (a pass with nothing to copy costs next to nothing)
+        let result
+        let copied = -1
+        for (let pass = 0; pass < 16; pass++) {
+          result = db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
+          const all = !result.busy && result.log === result.checkpointed
+          if (all && result.log === copied) break
+          copied = all ? result.log : -1
+        }
+        postMessage({ type: 'done', result, mode: m.mode, ms: performance.now() - started })
+        return
+      }
       // RESTART and TRUNCATE hold writers off while they copy: a passive pass copies most frames first
       if (m.mode !== 'PASSIVE') db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
       // and they wait for the writer and for readers: never here (the next tick tries again)
@@ -74,7 +92,7 @@ const DEFAULT_AUTOCHECKPOINT_PAGES = 1000
  * header (the `-shm` file, https://www.sqlite.org/walformat.html: mxFrame, a native-order 32-bit
  * integer at byte 16); each frame is a page and a 24-byte header. 0 without a WAL.
  */
-function walContentBytes(path: string, pageSize: number): number {
+export function walContentBytes(path: string, pageSize: number): number {
   let fd: number | undefined
   try {
     fd = openSync(`${path}-shm`, 'r')
@@ -93,7 +111,12 @@ export interface CheckpointStats {
   last_ms: number | null
   max_ms: number
   on_worker: boolean
-  /** RESTART checkpoints run past RESTART_AFTER_BYTES; TRUNCATE ones run while idle, and how many of those emptied the WAL. */
+  /**
+   * Catch-ups run past RESTART_AFTER_BYTES (passive passes until every frame is copied), RESTART
+   * checkpoints where those did not bring the WAL back; TRUNCATE ones run while idle, and how many of
+   * those emptied the WAL.
+   */
+  catchups: number
   restarts: number
   truncations: number
   truncated: number
@@ -106,14 +129,16 @@ export class Checkpointer {
   private busy = false
   private ready = false
   private closed: (() => void) | null = null
-  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false, restarts: 0, truncations: 0, truncated: 0 }
+  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false, catchups: 0, restarts: 0, truncations: 0, truncated: 0 }
   /** The WAL's size at the last tick, and for how many ticks it has not changed. */
   private lastWalBytes = -1
   private lastWalModified = 0
   private idleTicks = 0
-  /** A background writer asked for a RESTART checkpoint (`caughtUp`), and who waits for it. */
-  private restartRequested = false
-  private restartWaiters: (() => void)[] = []
+  /** Consecutive ticks that found the WAL past RESTART_AFTER_BYTES. */
+  private overTicks = 0
+  /** A background writer asked to catch up (`caughtUp`), and who waits for it. */
+  private catchUpRequested = false
+  private catchUpWaiters: (() => void)[] = []
   private readonly pageSize: number
   /** Told when a checkpoint that holds writers off (RESTART, TRUNCATE) has ended. */
   private writersFree: () => void = () => {}
@@ -166,11 +191,10 @@ export class Checkpointer {
 
   /**
    * For background writers (the expiry sweep), between their batches: when the WAL is past
-   * RESTART_AFTER_BYTES, runs a RESTART checkpoint now and resolves once it ran (at most `maxMs`);
+   * RESTART_AFTER_BYTES, catches up now (see the header) and resolves once that ran (at most `maxMs`);
    * at once otherwise, or while checkpoints are not on the worker. The frames a batch wrote are then
-   * copied while the batch's writer pauses — a passive pass first, so the RESTART itself, which holds
-   * writers off, has little left to copy — instead of at a tick that falls in the middle of the next
-   * batches, when requests would wait on the write lock behind a large copy and its sync.
+   * copied while the batch's writer pauses, and the next write starts the WAL afresh without a RESTART,
+   * which would hold requests' writes off behind its copy and sync.
    */
   caughtUp(maxMs = 1000): Promise<void> {
     if (!this.ready || !this.worker || walContentBytes(this.path, this.pageSize) <= RESTART_AFTER_BYTES) return Promise.resolve()
@@ -180,8 +204,8 @@ export class Checkpointer {
         clearTimeout(timer)
         resolve()
       }
-      this.restartWaiters.push(done)
-      this.restartRequested = true
+      this.catchUpWaiters.push(done)
+      this.catchUpRequested = true
       if (!this.busy) this.tick()
     })
   }
@@ -192,9 +216,9 @@ export class Checkpointer {
     return this
   }
 
-  private wakeRestartWaiters(): void {
-    this.restartRequested = false
-    for (const done of this.restartWaiters.splice(0)) done()
+  private wakeCatchUpWaiters(): void {
+    this.catchUpRequested = false
+    for (const done of this.catchUpWaiters.splice(0)) done()
   }
 
   report(): CheckpointStats {
@@ -233,10 +257,12 @@ export class Checkpointer {
       this.stats.last_ms = m.ms ?? null
       this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
       if (m.mode === 'RESTART') this.stats.restarts++
-      if (m.mode !== 'PASSIVE') {
+      if (m.mode === 'CATCHUP') this.stats.catchups++
+      if (m.mode === 'CATCHUP') this.wakeCatchUpWaiters()
+      else if (m.mode !== 'PASSIVE') {
         this.writersFree()
-        this.wakeRestartWaiters()
-      } else if (this.restartRequested) this.tick() // asked for while this pass ran
+        this.wakeCatchUpWaiters()
+      } else if (this.catchUpRequested) this.tick() // asked for while this pass ran
       if (m.mode === 'TRUNCATE') {
         this.stats.truncations++
         if (!m.result?.busy) this.stats.truncated++
@@ -265,7 +291,10 @@ export class Checkpointer {
     this.lastWalModified = modified
     const truncate = size > 0 && this.idleTicks >= IDLE_TICKS
     if (truncate) this.idleTicks = 0
-    const mode = truncate ? 'TRUNCATE' : this.restartRequested || walContentBytes(this.path, this.pageSize) > RESTART_AFTER_BYTES ? 'RESTART' : 'PASSIVE'
+    const over = walContentBytes(this.path, this.pageSize) > RESTART_AFTER_BYTES
+    this.overTicks = over ? this.overTicks + 1 : 0
+    // past the size: catch up first; a RESTART when the WAL is still past it a tick later
+    const mode = truncate ? 'TRUNCATE' : this.catchUpRequested ? 'CATCHUP' : this.overTicks > 1 ? 'RESTART' : over ? 'CATCHUP' : 'PASSIVE'
     this.busy = true
     this.worker.postMessage({ type: 'checkpoint', mode })
   }
@@ -277,7 +306,7 @@ export class Checkpointer {
   }
 
   private release(): void {
-    this.wakeRestartWaiters()
+    this.wakeCatchUpWaiters()
     this.worker?.terminate()
     this.worker = null
     this.ready = false
