@@ -176,7 +176,7 @@ export class Checkpointer {
   private catchUpRequested = false
   private catchUpWaiters: (() => void)[] = []
   private readonly pageSize: number
-  /** Told when a checkpoint that holds writers off (RESTART, TRUNCATE) has ended. */
+  /** Told when a checkpoint that may have held writers off (RESTART, TRUNCATE, the write starting the WAL afresh) has ended. */
   private writersFree: () => void = () => {}
 
   constructor(
@@ -298,7 +298,6 @@ export class Checkpointer {
         this.stats.started_afresh++
         this.overTicks = 0 // what the WAL holds from now on is new: the next time it is past the size, catch up first
       }
-      if (process.env.X_CK && m.mode !== 'PASSIVE') console.error('ck', this.path.slice(-9), m.mode, JSON.stringify(m.result), m.afresh, (m.ms ?? 0).toFixed(1), walContentBytes(this.path, this.pageSize))
       if (m.mode !== 'PASSIVE') {
         this.writersFree()
         this.wakeCatchUpWaiters()
