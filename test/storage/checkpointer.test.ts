@@ -65,7 +65,7 @@ test('caughtUp: a WAL holding more than the restart size is caught up with no RE
     // the worker's own write started the WAL from its start (and synced its header), not the next commit here
     expect(walContentBytes(path, 4096)).toBe(4096 + 24)
     // it took the write lock for a moment: the writer is told when it is free
-    expect(writersFree).toBe(1)
+    expect(writersFree).toBeGreaterThanOrEqual(1)
     // nothing was lost or changed by it
     expect(c.query("SELECT count(*) AS n FROM relay_state WHERE key LIKE 'k%'").get()).toEqual({ n: 700 })
     c.transaction(() => insert.run('after', 'z'))()

@@ -30,19 +30,14 @@ import type { Logger } from '../../lib/logger.ts'
 const WORKER_SOURCE = `
 import { Database } from 'bun:sqlite'
 let db
-// Passive passes, each copying what was written during the one before, until one finds every frame
-// copied and nothing written since; then the worker starts the WAL afresh itself (startAfresh). A commit
-// of the relay's may slip in first: then the passes go on (one with nothing to copy costs next to nothing).
+// Passive passes, each copying what was written during the one before; after one that found every
+// frame copied, the worker tries to start the WAL afresh itself (startAfresh). A commit of the relay's, or
+// a read of the relay's under way at that moment, may get in the way: then the passes go on.
 function catchUp() {
   let result
-  let copied = -1
   for (let pass = 0; pass < 32; pass++) {
     result = passive()
-    const all = !result.busy && result.log === result.checkpointed
-    if (all && result.log === copied) {
-      if (startAfresh()) return { ...result, afresh: true }
-      copied = -1
-    } else copied = all ? result.log : -1
+    if (!result.busy && result.log === result.checkpointed && startAfresh()) return { ...result, afresh: true }
   }
   return result
 }
@@ -79,6 +74,8 @@ function startAfresh() {
     return false
   } finally {
     db.run('PRAGMA busy_timeout = 5000')
+    // a commit of the relay's that found the lock taken meanwhile tries again now, not at its next timer
+    postMessage({ type: 'free' })
   }
   return passive().log <= 1
 }
@@ -306,6 +303,8 @@ export class Checkpointer {
         this.stats.truncations++
         if (!m.result?.busy) this.stats.truncated++
       }
+    } else if (m.type === 'free') {
+      this.writersFree()
     } else if (m.type === 'closed') {
       this.closed?.()
     } else if (m.type === 'failed') {
