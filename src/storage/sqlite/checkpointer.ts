@@ -11,17 +11,14 @@
  * after a checkpoint that copied every frame; under steady writes a passive checkpoint is always a
  * little behind, so the WAL would grow for as long as the load lasts. Past `RESTART_AFTER_BYTES` the
  * worker first catches up: passive passes, each copying what was written during the one before, until
- * one pass finds every frame copied and nothing written since. No writer is held off meanwhile. When
- * the WAL is still past that size at the next tick (writes never paused long enough), the worker runs a
- * RESTART checkpoint instead, which holds writers off for its duration (a few ms to ~10 ms; the relay's
- * writes wait on timers meanwhile). Once writes stop for `IDLE_TICKS` ticks, a TRUNCATE checkpoint
- * empties the WAL. RESTART and TRUNCATE run with no busy timeout: when the writer or a reader is in the
- * way they give up at once and are tried at the next tick.
- *
- * After each of these the worker starts the WAL afresh itself, with a write that changes nothing: the
- * write that does so syncs the new WAL header, and that sync (0.5 ms to tens of ms when the disk is
- * busy) would otherwise fall to the next commit, on the event loop. SQLite then cuts a WAL larger than
- * `journal_size_limit` back to it (database.ts).
+ * one pass finds every frame copied and nothing written since. The next write, whoever makes it, then
+ * starts the WAL afresh, and no writer was held off. When the WAL is still past that size at the next
+ * tick (writes never paused long enough), the worker runs a RESTART checkpoint instead, which holds
+ * writers off for its duration (a few ms to ~10 ms; the relay's writes wait on timers meanwhile) and
+ * makes the next write start the WAL afresh. SQLite then cuts a WAL larger than `journal_size_limit`
+ * back to it (database.ts). Once writes stop for `IDLE_TICKS` ticks, a TRUNCATE checkpoint empties the
+ * WAL. RESTART and TRUNCATE run with no busy timeout: when the writer or a reader is in the way they
+ * give up at once and are tried at the next tick.
  */
 import type { Database } from 'bun:sqlite'
 import { closeSync, openSync, readSync, statSync } from 'node:fs'
@@ -30,55 +27,6 @@ import type { Logger } from '../../lib/logger.ts'
 const WORKER_SOURCE = `
 import { Database } from 'bun:sqlite'
 let db
-// Passive passes, each copying what was written during the one before; after one that found every
-// frame copied, the worker tries to start the WAL afresh itself (startAfresh). A commit of the relay's, or
-// a read of the relay's under way at that moment, may get in the way: then the passes go on.
-function catchUp() {
-  let result
-  for (let pass = 0; pass < 32; pass++) {
-    result = passive()
-    if (!result.busy && result.log === result.checkpointed && startAfresh()) return { ...result, afresh: true }
-  }
-  return result
-}
-const passive = () => db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
-// RESTART and TRUNCATE hold writers off while they copy: a passive pass copies most frames first; and
-// they wait for the writer and for readers: never here (the next tick tries again)
-function holding(mode) {
-  passive()
-  db.run('PRAGMA busy_timeout = 0')
-  try {
-    return db.query('PRAGMA wal_checkpoint(' + mode + ')').get()
-  } catch {
-    return { busy: 1 }
-  } finally {
-    db.run('PRAGMA busy_timeout = 5000')
-  }
-}
-// The write that starts the WAL afresh also syncs its new header (SQLite does so in every synchronous
-// mode but OFF). Made here, by a write that changes nothing (user_version, which the relay does not use,
-// set to itself), that sync is not paid by the next commit on the event loop. True when the WAL now
-// holds only that write's frame; false when the relay's writer held the lock or wrote first.
-function startAfresh() {
-  db.run('PRAGMA busy_timeout = 0')
-  try {
-    db.run('BEGIN IMMEDIATE')
-    try {
-      db.run('PRAGMA user_version = ' + db.query('PRAGMA user_version').get().user_version)
-      db.run('COMMIT')
-    } catch (err) {
-      db.run('ROLLBACK')
-      throw err
-    }
-  } catch {
-    return false
-  } finally {
-    db.run('PRAGMA busy_timeout = 5000')
-    // a commit of the relay's that found the lock taken meanwhile tries again now, not at its next timer
-    postMessage({ type: 'free' })
-  }
-  return passive().log <= 1
-}
 self.onmessage = (event) => {
   const m = event.data
   try {
@@ -88,10 +36,34 @@ self.onmessage = (event) => {
       postMessage({ type: 'ready' })
     } else if (m.type === 'checkpoint') {
       const started = performance.now()
-      const result = m.mode === 'PASSIVE' ? passive() : m.mode === 'CATCHUP' ? catchUp() : holding(m.mode)
-      // after a RESTART or TRUNCATE that copied everything the next write starts the WAL afresh: this one
-      const afresh = m.mode === 'CATCHUP' ? result.afresh === true : m.mode !== 'PASSIVE' && !result.busy && startAfresh()
-      postMessage({ type: 'done', result, mode: m.mode, afresh, ms: performance.now() - started })
+      if (m.mode === 'CATCHUP') {
+        // passive passes until one finds every frame copied and nothing written since the pass before:
+        // the next write then starts the WAL afresh (a pass with nothing to copy costs next to nothing)
+        let result
+        let copied = -1
+        for (let pass = 0; pass < 16; pass++) {
+          result = db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
+          const all = !result.busy && result.log === result.checkpointed
+          if (all && result.log === copied) break
+          copied = all ? result.log : -1
+        }
+        postMessage({ type: 'done', result, mode: m.mode, ms: performance.now() - started })
+        return
+      }
+      // RESTART and TRUNCATE hold writers off while they copy: a passive pass copies most frames first
+      if (m.mode !== 'PASSIVE') db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
+      // and they wait for the writer and for readers: never here (the next tick tries again)
+      if (m.mode !== 'PASSIVE') db.run('PRAGMA busy_timeout = 0')
+      let result
+      try {
+        result = db.query('PRAGMA wal_checkpoint(' + m.mode + ')').get()
+      } catch (err) {
+        if (m.mode === 'PASSIVE') throw err
+        result = { busy: 1 }
+      } finally {
+        if (m.mode !== 'PASSIVE') db.run('PRAGMA busy_timeout = 5000')
+      }
+      postMessage({ type: 'done', result, mode: m.mode, ms: performance.now() - started })
     } else if (m.type === 'close') {
       db?.close()
       postMessage({ type: 'closed' })
@@ -107,9 +79,6 @@ const WORKER_AFTER_WAL_BYTES = 1024 * 1024
 
 /** WAL size past which the worker's checkpoints make the WAL start afresh (see the header). */
 export const RESTART_AFTER_BYTES = 4 * 1024 * 1024
-
-/** The WAL file's header, before its first frame. */
-const WAL_HEADER_BYTES = 32
 
 /** Ticks without the WAL changing after which it is truncated (1 s at the default interval). */
 const IDLE_TICKS = 5
@@ -149,8 +118,6 @@ export interface CheckpointStats {
    */
   catchups: number
   restarts: number
-  /** Times the worker itself started the WAL afresh after one of those (see `startAfresh` in the worker). */
-  started_afresh: number
   truncations: number
   truncated: number
 }
@@ -162,7 +129,7 @@ export class Checkpointer {
   private busy = false
   private ready = false
   private closed: (() => void) | null = null
-  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false, catchups: 0, restarts: 0, started_afresh: 0, truncations: 0, truncated: 0 }
+  private readonly stats: CheckpointStats = { runs: 0, last_ms: null, max_ms: 0, on_worker: false, catchups: 0, restarts: 0, truncations: 0, truncated: 0 }
   /** The WAL's size at the last tick, and for how many ticks it has not changed. */
   private lastWalBytes = -1
   private lastWalModified = 0
@@ -173,7 +140,7 @@ export class Checkpointer {
   private catchUpRequested = false
   private catchUpWaiters: (() => void)[] = []
   private readonly pageSize: number
-  /** Told when a checkpoint that may have held writers off (RESTART, TRUNCATE, the write starting the WAL afresh) has ended. */
+  /** Told when a checkpoint that holds writers off (RESTART, TRUNCATE) has ended. */
   private writersFree: () => void = () => {}
 
   constructor(
@@ -272,7 +239,7 @@ export class Checkpointer {
     this.release()
   }
 
-  private onMessage(m: { type: string; ms?: number; error?: string; mode?: string; afresh?: boolean; result?: { busy?: number } }): void {
+  private onMessage(m: { type: string; ms?: number; error?: string; mode?: string; result?: { busy?: number } }): void {
     if (m.type === 'ready') {
       if (!this.worker) return // stopped while the worker was starting
       try {
@@ -291,11 +258,8 @@ export class Checkpointer {
       this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
       if (m.mode === 'RESTART') this.stats.restarts++
       if (m.mode === 'CATCHUP') this.stats.catchups++
-      if (m.afresh) {
-        this.stats.started_afresh++
-        this.overTicks = 0 // what the WAL holds from now on is new: the next time it is past the size, catch up first
-      }
-      if (m.mode !== 'PASSIVE') {
+      if (m.mode === 'CATCHUP') this.wakeCatchUpWaiters()
+      else if (m.mode !== 'PASSIVE') {
         this.writersFree()
         this.wakeCatchUpWaiters()
       } else if (this.catchUpRequested) this.tick() // asked for while this pass ran
@@ -303,8 +267,6 @@ export class Checkpointer {
         this.stats.truncations++
         if (!m.result?.busy) this.stats.truncated++
       }
-    } else if (m.type === 'free') {
-      this.writersFree()
     } else if (m.type === 'closed') {
       this.closed?.()
     } else if (m.type === 'failed') {
@@ -327,8 +289,7 @@ export class Checkpointer {
     this.idleTicks = size === this.lastWalBytes && modified === this.lastWalModified ? this.idleTicks + 1 : 0
     this.lastWalBytes = size
     this.lastWalModified = modified
-    // emptied already: at most the header and the one frame the worker's own fresh start wrote
-    const truncate = size > WAL_HEADER_BYTES + this.pageSize + 24 && this.idleTicks >= IDLE_TICKS
+    const truncate = size > 0 && this.idleTicks >= IDLE_TICKS
     if (truncate) this.idleTicks = 0
     const over = walContentBytes(this.path, this.pageSize) > RESTART_AFTER_BYTES
     this.overTicks = over ? this.overTicks + 1 : 0
