@@ -134,8 +134,9 @@ export class Checkpointer {
   private lastWalBytes = -1
   private lastWalModified = 0
   private idleTicks = 0
-  /** Consecutive ticks that found the WAL past RESTART_AFTER_BYTES. */
+  /** Consecutive ticks that found the WAL past RESTART_AFTER_BYTES without it starting afresh between them, and what it held at the last tick. */
   private overTicks = 0
+  private lastContent = 0
   /** A background writer asked to catch up (`caughtUp`), and who waits for it. */
   private catchUpRequested = false
   private catchUpWaiters: (() => void)[] = []
@@ -291,8 +292,11 @@ export class Checkpointer {
     this.lastWalModified = modified
     const truncate = size > 0 && this.idleTicks >= IDLE_TICKS
     if (truncate) this.idleTicks = 0
-    const over = walContentBytes(this.path, this.pageSize) > RESTART_AFTER_BYTES
-    this.overTicks = over ? this.overTicks + 1 : 0
+    const content = walContentBytes(this.path, this.pageSize)
+    const over = content > RESTART_AFTER_BYTES
+    // a WAL that holds less than at the last tick was started afresh meanwhile: its size is new growth
+    this.overTicks = !over ? 0 : content < this.lastContent ? 1 : this.overTicks + 1
+    this.lastContent = content
     // past the size: catch up first; a RESTART when the WAL is still past it a tick later
     const mode = truncate ? 'TRUNCATE' : this.catchUpRequested ? 'CATCHUP' : this.overTicks > 1 ? 'RESTART' : over ? 'CATCHUP' : 'PASSIVE'
     this.busy = true
