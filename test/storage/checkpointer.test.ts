@@ -101,3 +101,32 @@ test('a WAL still past the restart size a tick after catching up gets a RESTART,
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('a WAL that started afresh since the last tick and is past the restart size again is caught up again, not RESTARTed', async () => {
+  const dir = tempDir()
+  const path = join(dir, 'relay.db')
+  const c = openDatabase(path)
+  // ticks are driven by hand here: a long interval keeps the timer out of the way
+  const cp = new Checkpointer(c, path, silentLogger, 60_000).start()
+  const tick = () => (cp as unknown as { tick: () => void }).tick()
+  try {
+    const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
+    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
+    await until(() => cp.report().on_worker)
+    for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
+    tick()
+    await until(() => cp.report().catchups === 1)
+    // the next write starts the WAL afresh; then it grows past the size again, to less than before
+    const before = walContentBytes(path, 4096)
+    for (let i = 0; i < 250; i++) c.transaction(() => insert.run(`k${i}`, 'z'.repeat(8000)))()
+    expect(walContentBytes(path, 4096)).toBeGreaterThan(RESTART_AFTER_BYTES)
+    expect(walContentBytes(path, 4096)).toBeLessThan(before)
+    tick()
+    await until(() => cp.report().catchups === 2)
+    expect(cp.report().restarts).toBe(0)
+  } finally {
+    await cp.stop()
+    c.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}, 30_000)
