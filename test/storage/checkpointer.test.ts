@@ -46,87 +46,77 @@ test('checkpoints move to the worker and come back when it stops', async () => {
   }
 })
 
-test('caughtUp: a WAL holding more than the restart size is caught up without holding writers off, and the next write starts it afresh; a small one is left alone', async () => {
+/**
+ * A database whose checkpoints run on the worker (its WAL grown past the worker's start size first),
+ * handed to `fn` with a way to write `rows` rows of 8,000 bytes each, in a transaction each.
+ */
+async function withWorker(intervalMs: number, fn: (t: { path: string; cp: Checkpointer; fill: (rows: number, char: string) => void; writersFree: () => number }) => Promise<void>) {
   const dir = tempDir()
   const path = join(dir, 'relay.db')
   const c = openDatabase(path)
-  // a long interval: the ticks stay out of the way, only caughtUp asks for checkpoints
   let writersFree = 0
-  const cp = new Checkpointer(c, path, silentLogger, 60_000).onWritersFree(() => writersFree++).start()
+  const cp = new Checkpointer(c, path, silentLogger, intervalMs).onWritersFree(() => writersFree++).start()
+  const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
+  const fill = (rows: number, char: string) => {
+    for (let i = 0; i < rows; i++) c.transaction(() => insert.run(`k${i}`, char.repeat(8000)))()
+  }
   try {
-    const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
-    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
+    fill(200, 'x')
     await until(() => cp.report().on_worker)
+    await fn({ path, cp, fill, writersFree: () => writersFree })
+  } finally {
+    await cp.stop()
+    c.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+test('caughtUp: a WAL holding more than the restart size is caught up without holding writers off, and the next write starts it afresh; a small one is left alone', async () => {
+  // a long interval: the ticks stay out of the way, only caughtUp asks for checkpoints
+  await withWorker(60_000, async ({ path, cp, fill, writersFree }) => {
     // over the restart size (4 MiB of frames)
-    for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
+    fill(700, 'y')
     expect(walContentBytes(path, 4096)).toBeGreaterThan(RESTART_AFTER_BYTES)
     await cp.caughtUp(5000)
     expect(cp.report()).toMatchObject({ catchups: 1, restarts: 0 })
     // no checkpoint held writers off
-    expect(writersFree).toBe(0)
+    expect(writersFree()).toBe(0)
     // every frame was copied: the next write starts the WAL from its start
-    c.transaction(() => insert.run('after', 'z'))()
+    fill(1, 'z')
     expect(walContentBytes(path, 4096)).toBeLessThan(64 * 1024)
     // a WAL of a few frames now: nothing to wait for, no checkpoint
     await cp.caughtUp(5000)
     expect(cp.report()).toMatchObject({ catchups: 1, restarts: 0 })
-  } finally {
-    await cp.stop()
-    c.close()
-    rmSync(dir, { recursive: true, force: true })
-  }
+  })
 })
 
 test('a WAL still past the restart size a tick after catching up gets a RESTART, which tells the writer when it ends', async () => {
-  const dir = tempDir()
-  const path = join(dir, 'relay.db')
-  const c = openDatabase(path)
-  let writersFree = 0
-  const cp = new Checkpointer(c, path, silentLogger, 30).onWritersFree(() => writersFree++).start()
-  try {
-    const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
-    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
-    await until(() => cp.report().on_worker)
+  await withWorker(30, async ({ path, cp, fill, writersFree }) => {
     // past the size, then no write: a catch-up copies everything, but only a write would start the WAL
     // afresh, so the next tick still finds it past the size and runs a RESTART
-    for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
+    fill(700, 'y')
     await until(() => cp.report().restarts >= 1)
     expect(cp.report().catchups).toBeGreaterThanOrEqual(1)
-    expect(writersFree).toBeGreaterThanOrEqual(1)
-    c.transaction(() => insert.run('after', 'z'))()
+    expect(writersFree()).toBeGreaterThanOrEqual(1)
+    fill(1, 'z')
     expect(walContentBytes(path, 4096)).toBeLessThan(64 * 1024)
-  } finally {
-    await cp.stop()
-    c.close()
-    rmSync(dir, { recursive: true, force: true })
-  }
+  })
 })
 
 test('a WAL that started afresh since the last tick and is past the restart size again is caught up again, not RESTARTed', async () => {
-  const dir = tempDir()
-  const path = join(dir, 'relay.db')
-  const c = openDatabase(path)
   // ticks are driven by hand here: a long interval keeps the timer out of the way
-  const cp = new Checkpointer(c, path, silentLogger, 60_000).start()
-  const tick = () => (cp as unknown as { tick: () => void }).tick()
-  try {
-    const insert = c.prepare('INSERT OR REPLACE INTO relay_state (key, value) VALUES (?, ?)')
-    for (let i = 0; i < 200; i++) c.transaction(() => insert.run(`k${i}`, 'x'.repeat(8000)))()
-    await until(() => cp.report().on_worker)
-    for (let i = 0; i < 700; i++) c.transaction(() => insert.run(`k${i}`, 'y'.repeat(8000)))()
+  await withWorker(60_000, async ({ path, cp, fill }) => {
+    const tick = () => (cp as unknown as { tick: () => void }).tick()
+    fill(700, 'y')
     tick()
     await until(() => cp.report().catchups === 1)
     // the next write starts the WAL afresh; then it grows past the size again, to less than before
     const before = walContentBytes(path, 4096)
-    for (let i = 0; i < 250; i++) c.transaction(() => insert.run(`k${i}`, 'z'.repeat(8000)))()
+    fill(250, 'z')
     expect(walContentBytes(path, 4096)).toBeGreaterThan(RESTART_AFTER_BYTES)
     expect(walContentBytes(path, 4096)).toBeLessThan(before)
     tick()
     await until(() => cp.report().catchups === 2)
     expect(cp.report().restarts).toBe(0)
-  } finally {
-    await cp.stop()
-    c.close()
-    rmSync(dir, { recursive: true, force: true })
-  }
+  })
 }, 30_000)
