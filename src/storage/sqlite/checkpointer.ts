@@ -258,9 +258,10 @@ export class Checkpointer {
       this.stats.last_ms = m.ms ?? null
       this.stats.max_ms = Math.max(this.stats.max_ms, m.ms ?? 0)
       if (m.mode === 'RESTART') this.stats.restarts++
-      if (m.mode === 'CATCHUP') this.stats.catchups++
-      if (m.mode === 'CATCHUP') this.wakeCatchUpWaiters()
-      else if (m.mode !== 'PASSIVE') {
+      if (m.mode === 'CATCHUP') {
+        this.stats.catchups++
+        this.wakeCatchUpWaiters()
+      } else if (m.mode !== 'PASSIVE') {
         this.writersFree()
         this.wakeCatchUpWaiters()
       } else if (this.catchUpRequested) this.tick() // asked for while this pass ran

@@ -54,8 +54,9 @@ export function openRelayDatabase(path: string): { writer: Database; reader: Dat
   const reader = openConnection(path, 0)
   // No memory map on the reader. In WAL mode, a connection whose next read finds a commit made by another
   // drops its page cache and unmaps the whole file; the first read then maps it again and faults its
-  // pages back in: about 80 µs, paid by nearly every read under a steady trickle of writes (the ACL
-  // check of each send, the poll after a message arrives). Without the map the same read costs ~12 µs.
+  // pages back in: 80–120 µs, paid by nearly every read under a steady trickle of writes (the ACL check
+  // of each send, the poll after a message arrives). Without the map the same read costs 12–17 µs
+  // (bench/sqlite-reader.ts).
   reader.run('PRAGMA mmap_size = 0')
   return { writer, reader }
 }
