@@ -80,7 +80,9 @@ async function attack(idleAddresses: number, perAddress: number) {
   relays.push(r)
   const addrs = Array.from({ length: idleAddresses }, (_, i) => `127.0.4.${i + 1}`)
   const idle = idleSockets(r.port, addrs, perAddress)
-  await Bun.sleep(300)
+  // the attack is under way once each address holds its idle sockets (a loaded machine takes longer)
+  const deadline = performance.now() + 10_000
+  while (idle.upgraded < idleAddresses * Math.min(perAddress, 4) && performance.now() < deadline) await Bun.sleep(20)
   const ok = await legitimate(r, 60)
   const held = r.t.relay.features.realtime.hub.pendingSockets()
   idle.stop()
