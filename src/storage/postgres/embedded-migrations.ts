@@ -5,10 +5,12 @@
 import journal from '../../../migrations/postgres/meta/_journal.json'
 import m0000 from '../../../migrations/postgres/0000_init.sql' with { type: 'text' }
 import m0001 from '../../../migrations/postgres/0001_triggers.sql' with { type: 'text' }
+import m0002 from '../../../migrations/postgres/0002_messages_lean_indexes.sql' with { type: 'text' }
 
 export const MIGRATION_SQL: Record<string, string> = {
   '0000_init': m0000,
   '0001_triggers': m0001,
+  '0002_messages_lean_indexes': m0002,
 }
 
 export const MIGRATION_JOURNAL: { entries: { idx: number; when: number; tag: string }[] } = journal

@@ -109,9 +109,8 @@ export const messages = pgTable(
   },
   (t) => [
     index('messages_inbox_idx').on(t.recipientKey, t.status, t.createdAt, t.messageId),
-    index('messages_thread_idx').on(t.threadId, t.createdAt, t.messageId),
-    index('messages_sender_idx').on(t.senderKey, t.createdAt),
-    index('messages_reply_idx').on(t.inReplyTo),
+    // only messages in a thread are listed by thread: the others (most) stay out of this index
+    index('messages_thread_idx').on(t.threadId, t.createdAt, t.messageId).where(sql`${t.threadId} IS NOT NULL`),
     // the expiry sweep walks (expires_at, message_id)
     index('messages_expires_idx').on(t.expiresAt, t.messageId),
   ],

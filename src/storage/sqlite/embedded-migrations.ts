@@ -10,6 +10,7 @@ import m0003 from '../../../migrations/sqlite/0003_discovery_triggers.sql' with 
 import m0004 from '../../../migrations/sqlite/0004_replay_log.sql' with { type: 'text' }
 import m0005 from '../../../migrations/sqlite/0005_messages_expiry_order.sql' with { type: 'text' }
 import m0006 from '../../../migrations/sqlite/0006_blob_contents_admission.sql' with { type: 'text' }
+import m0007 from '../../../migrations/sqlite/0007_messages_lean_indexes.sql' with { type: 'text' }
 
 export const MIGRATION_SQL: Record<string, string> = {
   '0000_init': m0000,
@@ -19,6 +20,7 @@ export const MIGRATION_SQL: Record<string, string> = {
   '0004_replay_log': m0004,
   '0005_messages_expiry_order': m0005,
   '0006_blob_contents_admission': m0006,
+  '0007_messages_lean_indexes': m0007,
 }
 
 export const MIGRATION_JOURNAL: { entries: { idx: number; when: number; tag: string }[] } = journal

@@ -57,7 +57,9 @@ export class SqliteMessageStore implements MessageStore {
       WHERE message_id = ? AND +recipient_key = ? AND +status = 'sent' AND +expires_at > ?`)
     this.deliverMany = c.prepare(`UPDATE messages SET status = 'delivered', delivered_at = ?
       WHERE message_id IN (SELECT value FROM json_each(?)) AND +status = 'sent' AND +expires_at > ?`)
-    this.threadStmt = c.prepare(`SELECT ${COLUMNS} FROM messages
+    // the thread index holds only messages with a thread (a partial index): named, so that a plan
+    // that cannot use it fails when the statement is prepared instead of scanning every message
+    this.threadStmt = c.prepare(`SELECT ${COLUMNS} FROM messages INDEXED BY messages_thread_idx
       WHERE thread_id = $thread AND (sender_key = $who OR recipient_key = $who) AND ${VISIBLE_WHERE}
         AND (created_at, message_id) > ($afterCreated, $afterId)
       ORDER BY created_at, message_id LIMIT $limit`)
