@@ -1,7 +1,8 @@
 /**
  * `relay mcp` end to end encrypted, against the compiled binary: relay_send / relay_reply encrypt the
  * body and uploaded files for a recipient that declares it (and only then, unless encrypt says
- * otherwise), sending encrypted files without their names; relay_inbox, relay_get_message and
+ * otherwise), sending encrypted files without their names; a plaintext send an encrypted-only inbox
+ * refuses goes again encrypted, files included; relay_inbox, relay_get_message and
  * relay_thread return the plaintext with `encryption` facts; relay_download decrypts; a message that
  * does not open says why; relay_whoami reports it; and the relay's data directory never holds the
  * plaintext.
@@ -15,7 +16,7 @@ import { bindEncryption, nativePrimitives, RelayClient } from '../../src/client/
 import { startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
 import { expectNoMarkerUnder } from '../support/disk.ts'
 import { tempDir } from '../support/harness.ts'
-import { newAgent, ok, stdioBridge, untilPending, type Agent, type Bridge } from './helpers.ts'
+import { call, newAgent, ok, stdioBridge, textOf, untilPending, type Agent, type Bridge } from './helpers.ts'
 
 const MARKER = 'MCP-PLAINTEXT-MARKER-3d71'
 let relay: RunningRelay
@@ -135,6 +136,29 @@ describe('relay mcp, end to end encrypted', () => {
     const byText = Object.fromEntries(got.messages.map((x: any) => [x.body.text, x]))
     expect(byText['plain answer'].encryption).toBeUndefined()
     expect(byText['sealed answer'].encryption).toMatchObject({ version: 2, sender_verified: true })
+  }, 60_000)
+
+  test('an inbox that starts requiring encryption after the sender looked: the refused plaintext send goes again encrypted, its file too', async () => {
+    const dave = newAgent(dir, 'dave')
+    const daveClient = new RelayClient({ baseUrl: relay.url, keys: dave.keys })
+    await daveClient.updateProfile({ display_name: 'dave' })
+    // alice's bridge reads dave's profile (nothing declared) and keeps that answer for a while
+    const first = await ok(a, 'relay_send', { to: dave.keys.publicKey, text: 'before' })
+    expect(first.encryption).toBeNull()
+    await daveClient.declareEncryption({ require: true })
+    writeFileSync(join(dir, 'for-dave.txt'), 'a file for dave\n')
+    const sent = await ok(a, 'relay_send', { to: dave.keys.publicKey, text: `${MARKER} to dave`, attachments: ['for-dave.txt'] })
+    expect(sent.encryption).toEqual({ version: 3 })
+    expect(sent.attachments[0]).toMatchObject({ encrypted: true })
+    const got = await daveClient.getMessage(sent.message_id)
+    expect(got).toMatchObject({ body: { text: `${MARKER} to dave` }, encryption: { version: 3, sender_verified: true } })
+    expect(got.attachments![0]).toMatchObject({ encrypted: true })
+    expect(got.attachments![0]!.filename).toBeUndefined()
+    expect(await new Response(await daveClient.downloadDecrypted(got, got.attachments![0]!)).text()).toBe('a file for dave\n')
+    // asked for plaintext: refused, and said so
+    const refused = await call(a, 'relay_send', { to: dave.keys.publicKey, text: 'open', encrypt: false })
+    expect(refused.isError).toBe(true)
+    expect(textOf(refused)).toContain('encryption_required')
   }, 60_000)
 
   test('a message that does not open: the reason, the envelope, never garbage', async () => {
