@@ -2,7 +2,7 @@
  * `relay mcp` end to end encrypted, against the compiled binary: relay_send / relay_reply encrypt the
  * body and uploaded files for a recipient that declares it (and only then, unless encrypt says
  * otherwise), sending encrypted files without their names; a plaintext send an encrypted-only inbox
- * refuses goes again encrypted, files included; relay_inbox, relay_get_message and
+ * refuses goes again encrypted, files included; relay_inbox, relay_wait, relay_get_message and
  * relay_thread return the plaintext with `encryption` facts; relay_download decrypts; a message that
  * does not open says why; relay_whoami reports it; and the relay's data directory never holds the
  * plaintext.
@@ -136,6 +136,30 @@ describe('relay mcp, end to end encrypted', () => {
     const byText = Object.fromEntries(got.messages.map((x: any) => [x.body.text, x]))
     expect(byText['plain answer'].encryption).toBeUndefined()
     expect(byText['sealed answer'].encryption).toMatchObject({ version: 2, sender_verified: true })
+  }, 60_000)
+
+  test('relay_wait returns an encrypted message decrypted with its facts; relay_reply to a declaring agent encrypts', async () => {
+    // alice waits before bob sends: the message arrives during the wait
+    const waiting = ok(a, 'relay_wait', { thread_id: 'enc-wait', timeout_s: 30 })
+    await Bun.sleep(300)
+    const asked = await ok(b, 'relay_send', { to: alice.keys.publicKey, text: `${MARKER} question`, thread_id: 'enc-wait', encrypt: true })
+    expect(asked.encryption).toEqual({ version: 2 })
+    const waited = await waiting
+    expect(waited).toMatchObject({ timed_out: false, message: { message_id: asked.message_id, body: { text: `${MARKER} question` }, encryption: { version: 2, sender_verified: true } } })
+    expect(waited.message.encryption.error).toBeUndefined()
+
+    // alice's reply goes to bob, who declares v3: encrypted without being asked
+    const replied = await ok(a, 'relay_reply', { message_id: asked.message_id, text: `${MARKER} answer` })
+    expect(replied).toMatchObject({ recipient_key: bob.keys.publicKey, thread_id: 'enc-wait', in_reply_to: asked.message_id, encryption: { version: 3 } })
+    const answer = await ok(b, 'relay_wait', { in_reply_to: asked.message_id, timeout_s: 30 })
+    expect(answer.message).toMatchObject({ message_id: replied.message_id, body: { text: `${MARKER} answer` }, encryption: { version: 3, sender_verified: true } })
+    // what the relay holds is the envelope
+    const raw = await new RelayClient({ baseUrl: relay.url, keys: bob.keys, encryption: { decrypt: false } }).getMessage(replied.message_id)
+    expect(raw.content_type).toBe('application/x-m2m-encrypted')
+    expect(JSON.stringify(raw)).not.toContain(MARKER)
+    await ok(a, 'relay_ack', { message_ids: [asked.message_id] })
+    await ok(b, 'relay_ack', { message_ids: [replied.message_id] })
+    expectNoMarkerUnder(dataDir, MARKER)
   }, 60_000)
 
   test('an inbox that starts requiring encryption after the sender looked: the refused plaintext send goes again encrypted, its file too', async () => {
