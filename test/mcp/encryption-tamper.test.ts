@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { RelayClient, type EncryptionVersion } from '../../src/client/index.ts'
 import { decodeBase64Url, encodeBase64Url } from '../../src/lib/base64url.ts'
 import { startBinary, tempDataDir, type RunningRelay } from '../e2e/binary.ts'
-import { filesUnder } from '../support/disk.ts'
+import { blobFileOf } from '../support/disk.ts'
 import { tempDir } from '../support/harness.ts'
 import { call, newAgent, ok, stdioBridge, textOf, untilPending, type Agent, type Bridge } from './helpers.ts'
 
@@ -55,10 +55,7 @@ async function sendOne(tag: string, version: EncryptionVersion, tamperKey = fals
     sealed.attachments = [{ ...up.attachment, dek_ct: encodeBase64Url(dekCt) }]
   }
   const sent = await alice.send(sealed)
-  // the blob directory is content-addressed: the file is named by the ciphertext's SHA-256
-  const blobFile = filesUnder(join(dataDir, 'blobs')).find((f) => f.endsWith(up.blob.hash.replace(/^sha256:/, '')))
-  expect(blobFile).toBeDefined()
-  return { messageId: sent.message_id, blobId: up.blob.blob_id, blobFile: blobFile!, plain }
+  return { messageId: sent.message_id, blobId: up.blob.blob_id, blobFile: blobFileOf(dataDir, up.blob.hash), plain }
 }
 
 /** relay_download must fail, write nothing into the files directory, and leave the bridge working; returns the error text. */

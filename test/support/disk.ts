@@ -1,7 +1,7 @@
 /**
  * What a relay left on disk, for the end-to-end encryption tests: every file under a directory (the
- * data directory: relay.db, its -wal, the blob files; an S3 server's bucket), and whether any of them
- * holds a plaintext marker. Files are searched a chunk at a time, so a 100 MiB blob is never read whole.
+ * data directory: relay.db, its -wal, the blob files; an S3 server's bucket), the file of one blob, and
+ * whether any of them holds a plaintext marker. Files are searched a chunk at a time, so a 100 MiB blob is never read whole.
  */
 import { expect } from 'bun:test'
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs'
@@ -37,6 +37,14 @@ export function fileContains(file: string, marker: string): boolean {
   } finally {
     closeSync(fd)
   }
+}
+
+/** The file of a blob in a data directory's content-addressed blob store: named by its hash (`sha256:HEX`). */
+export function blobFileOf(dataDir: string, hash: string): string {
+  const hex = hash.replace(/^sha256:/, '')
+  const file = filesUnder(join(dataDir, 'blobs')).find((f) => f.endsWith(hex))
+  if (!file) throw new Error(`no file for blob ${hash} under ${dataDir}/blobs`)
+  return file
 }
 
 /** Expects files under `dir` (at least one) and that none of them holds `marker`; names the file that does. */
