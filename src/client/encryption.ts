@@ -44,7 +44,7 @@ export class ClientEncryption {
       const agent = await this.transport.json<{ metadata?: unknown }>('GET', `/v1/agents/${encodeURIComponent(key)}`)
       declaration = readEncryptionDeclaration(agent.metadata)
     } catch (err) {
-      // an unknown or private recipient declares nothing; anything else is the caller's problem
+      // a recipient the relay does not know yet declares nothing; anything else is the caller's problem
       if (!(err instanceof RelayApiError) || (err.status !== 404 && err.status !== 403)) throw err
     }
     this.declarations.set(key, { declaration, at: now })
@@ -67,8 +67,8 @@ export class ClientEncryption {
 
   /**
    * Runs a send with the version to use for `recipientKey` (null: plaintext) and, when the relay refuses a
-   * plaintext one with `encryption_required` — an inbox whose declaration this client cannot read (a
-   * private agent) or has not seen yet, or a relay that takes ciphertext only — runs it once more
+   * plaintext one with `encryption_required` — an inbox whose requirement this client has not seen yet
+   * (declarations are kept a few minutes), or a relay that takes ciphertext only — runs it once more
    * encrypted (v3 when the recipient declares it, else v2), unless plaintext was asked for
    * (docs/protocol.md §14.6). `attempt` does the whole send, uploads included, so attachments are
    * encrypted the second time too. `lookup: false` starts in plaintext without reading the profile.
