@@ -44,7 +44,7 @@ export class ClientEncryption {
       const agent = await this.transport.json<{ metadata?: unknown }>('GET', `/v1/agents/${encodeURIComponent(key)}`)
       declaration = readEncryptionDeclaration(agent.metadata)
     } catch (err) {
-      // an unknown or private recipient declares nothing; anything else is the caller's problem
+      // a recipient the relay does not know yet declares nothing; anything else is the caller's problem
       if (!(err instanceof RelayApiError) || (err.status !== 404 && err.status !== 403)) throw err
     }
     this.declarations.set(key, { declaration, at: now })
@@ -63,6 +63,31 @@ export class ClientEncryption {
     if (declared) return declared.versions.includes(3) ? 3 : 2
     // asked to encrypt for an agent that declares nothing: v2 is what MRP agents read
     return opts.encrypt === true ? 2 : null
+  }
+
+  /**
+   * Runs a send with the version to use for `recipientKey` (null: plaintext) and, when the relay refuses a
+   * plaintext one with `encryption_required` — an inbox whose requirement this client has not seen yet
+   * (declarations are kept a few minutes), or a relay that takes ciphertext only — runs it once more
+   * encrypted (v3 when the recipient declares it, else v2), unless plaintext was asked for
+   * (docs/protocol.md §14.6). `attempt` does the whole send, uploads included, so attachments are
+   * encrypted the second time too. `lookup: false` starts in plaintext without reading the profile.
+   */
+  async sendWithFallback<T>(
+    recipientKey: string,
+    opts: SendEncryptionOptions & { lookup?: boolean },
+    attempt: (version: EncryptionVersion | null) => Promise<T>,
+  ): Promise<{ result: T; version: EncryptionVersion | null }> {
+    const version = opts.lookup === false && opts.encrypt === undefined ? null : await this.versionFor(recipientKey, opts)
+    try {
+      return { result: await attempt(version), version }
+    } catch (err) {
+      const mayEncrypt = version === null && !opts.plain && opts.encrypt !== false
+      if (!mayEncrypt || !(err instanceof RelayApiError) || err.code !== 'encryption_required') throw err
+      this.forget(recipientKey)
+      const again = (await this.versionFor(recipientKey, { encrypt: true }))!
+      return { result: await attempt(again), version: again }
+    }
   }
 
   /** The message to POST: sealed when `version` is given (a body already encrypted is left alone). */

@@ -266,17 +266,10 @@ export class RelayClient {
    */
   async send(message: SendInput): Promise<SendResultJson> {
     const { encrypt, plain, ...wire } = message
-    const skip = wire.content_type === ENCRYPTED_CONTENT_TYPE || (!this.autoEncrypt && encrypt === undefined)
-    const version = skip ? null : await this.encryption.versionFor(wire.recipient_key, { encrypt, plain })
-    try {
-      return await this.transport.json('POST', '/v1/messages', version ? this.encryption.seal(wire, version) : wire)
-    } catch (err) {
-      const retry = !version && !plain && encrypt !== false && wire.content_type !== ENCRYPTED_CONTENT_TYPE
-      if (!retry || !(err instanceof RelayApiError) || err.code !== 'encryption_required') throw err
-      this.encryption.forget(wire.recipient_key)
-      const v = (await this.encryption.versionFor(wire.recipient_key, { encrypt: true })) ?? 2
-      return this.transport.json('POST', '/v1/messages', this.encryption.seal(wire, v))
-    }
+    const post = (version: EncryptionVersion | null) => this.transport.json<SendResultJson>('POST', '/v1/messages', version ? this.encryption.seal(wire, version) : wire)
+    // a body the caller already encrypted goes as it is
+    if (wire.content_type === ENCRYPTED_CONTENT_TYPE) return post(null)
+    return (await this.encryption.sendWithFallback(wire.recipient_key, { encrypt, plain, lookup: this.autoEncrypt }, post)).result
   }
 
   /**

@@ -150,7 +150,10 @@ export class Bridge {
     return this.client.downloadToFile(blobId, target, { overwrite: replaces })
   }
 
-  /** Attachments for a send: blob ids as they are, local files uploaded first (named after the file). */
+  /**
+   * Attachments for a send: blob ids as they are, local files uploaded first — named after the file, or,
+   * encrypted for `encryptFor`, without a name (the relay sees names; the CLI sends none either).
+   */
   async attachments(specs: AttachmentSpec[], encryptFor?: { recipientKey: string; version: EncryptionVersion }): Promise<{ input: AttachmentInput[]; sent: SentAttachment[] }> {
     const input: AttachmentInput[] = []
     const sent: SentAttachment[] = []
@@ -159,20 +162,22 @@ export class Bridge {
       if ((s.blob_id === undefined) === (s.path === undefined)) throw new Error('each attachment needs exactly one of blob_id and path')
       const { path, content_type, ...rest } = s
       if (path !== undefined && encryptFor) {
-        // encrypted for the recipient before it leaves: the relay stores ciphertext only
+        // encrypted for the recipient before it leaves: the relay stores ciphertext only, and no file
+        // name, which it would see (docs/protocol.md §14.5)
         const file = await this.opts.files.readable(path)
-        const filename = rest.filename ?? basename(file)
-        const up = await this.client.uploadEncryptedBlob(file, { ...encryptFor, filename })
+        const up = await this.client.uploadEncryptedBlob(file, encryptFor)
         input.push(up.attachment)
-        sent.push({ blob_id: up.blob.blob_id, filename, uploaded_from: file, size: up.plain_size, sha256: up.blob.hash, encrypted: true })
+        sent.push({ blob_id: up.blob.blob_id, uploaded_from: file, size: up.plain_size, sha256: up.blob.hash, encrypted: true })
       } else if (path !== undefined) {
         const blob = await this.upload(path, content_type)
         const filename = rest.filename ?? basename(blob.path)
         input.push({ ...rest, blob_id: blob.blob_id, filename })
         sent.push({ blob_id: blob.blob_id, filename, uploaded_from: blob.path, size: blob.size, sha256: blob.hash })
       } else {
-        input.push({ ...rest, blob_id: s.blob_id as string })
-        sent.push({ blob_id: s.blob_id as string, filename: rest.filename })
+        // a blob encrypted before (relay_upload cannot, another client may) goes without a name too
+        const filename = rest.encrypted ? undefined : rest.filename
+        input.push({ ...rest, blob_id: s.blob_id as string, filename })
+        sent.push({ blob_id: s.blob_id as string, filename })
       }
     }
     return { input, sent }

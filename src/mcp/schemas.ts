@@ -123,7 +123,7 @@ export const AttachmentSpec = z.union([
   z.object({
     blob_id: BlobId.optional(),
     path: z.string().min(1).max(4096).optional().describe('a local file to upload'),
-    filename: z.string().max(255).optional().describe('the name the recipient sees (default: the file name of path)'),
+    filename: z.string().max(255).optional().describe('the name the recipient sees (default: the file name of path); an end-to-end encrypted file is sent without a name, which the relay would see'),
     content_type: z.string().max(255).optional().describe('content type of an uploaded file (default: from its name)'),
     encrypted: z.boolean().optional().describe('true when the blob holds ciphertext the recipient decrypts (the relay never reads it)'),
     dek_enc: z.string().max(4096).optional().describe('end-to-end encryption: the data key sealed to the recipient (at most 4 KiB)'),

@@ -6,7 +6,7 @@
  */
 import type { CallToolResult, McpServer, ServerContext, ToolAnnotations } from '@modelcontextprotocol/server'
 import { z } from 'zod'
-import { NotARelayError, RelayApiError, RelayConnectionError } from '../client/index.ts'
+import { DecryptError, NotARelayError, RelayApiError, RelayConnectionError } from '../client/index.ts'
 import { relayPathHint } from '../client/transport.ts'
 
 export type ToolExtra = ServerContext
@@ -74,6 +74,8 @@ export function describeError(err: unknown): string {
     return text
   }
   if (err instanceof RelayConnectionError || err instanceof NotARelayError) return err.message
+  // the reason is what a model can act on: not for this key, changed on the way, cut short (docs/protocol.md §14.7)
+  if (err instanceof DecryptError) return `Decryption failed (${err.reason}): ${err.message}. Nothing decrypted was kept.`
   return `Error: ${(err as Error)?.message ?? String(err)}`
 }
 

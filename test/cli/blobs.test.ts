@@ -1,4 +1,7 @@
-/** upload, download, send (with --attach) and poll through the built binary, against a running binary relay. */
+/**
+ * upload, download (with their progress bars, encrypted or not), send (with --attach) and poll through the
+ * built binary, against a running binary relay.
+ */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { spawn } from 'bun'
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -12,7 +15,8 @@ let dir: string
 let relay: RunningBinary
 let me: string
 let peer: string
-const as = (key: string) => (args: string[], opts: { stdin?: string } = {}) => runCli([...args, '--relay', relay.url, '--key', key], { cwd: dir, env: { RELAY_PUBLISH_ENCRYPTION: 'false' }, ...opts })
+const QUIET = { RELAY_PUBLISH_ENCRYPTION: 'false' }
+const as = (key: string) => (args: string[], opts: { stdin?: string } = {}) => runCli([...args, '--relay', relay.url, '--key', key], { cwd: dir, env: QUIET, ...opts })
 let cli: ReturnType<typeof as>
 let peerCli: ReturnType<typeof as>
 const sha256 = (b: Uint8Array | string) => new Bun.CryptoHasher('sha256').update(b).digest('hex')
@@ -98,6 +102,32 @@ describe('upload and download', () => {
     const io2 = captureIo(dir, { isTTY: true })
     expect(await runClientCommand(['download', blobId, '-o', join(dir, 'tty-copy.bin'), '--relay', relay.url, '--key', 'me.key'], io2)).toBe(0)
     expect(io2.err()).toContain(`download ${blobId} [########################] 100%`)
+  })
+
+  test('on a terminal an encrypted transfer draws its bar too: ciphertext bytes up, plaintext bytes down', async () => {
+    // 1000 bytes of plaintext are 1033 stored (17 + 1000 + 16): the two totals print differently. No
+    // command here publishes peer's declaration (QUIET): later tests send it plaintext
+    writeFileSync(join(dir, 'tty-enc.bin'), crypto.getRandomValues(new Uint8Array(1000)))
+    const up = captureIo(dir, { isTTY: true, env: QUIET })
+    expect(await runClientCommand(['upload', join(dir, 'tty-enc.bin'), '--encrypt-for', peer, '--relay', relay.url, '--key', 'me.key'], up)).toBe(0)
+    expect(up.err()).toContain('encrypt+upload tty-enc.bin [########################] 100% 1.0 KiB / 1.0 KiB')
+    expect(up.err()).toEndWith('\n')
+    const ref = /send with\s+--blob (\S+)/.exec(up.out())![1]!
+    const sent = captureIo(dir, { isTTY: true, env: QUIET })
+    expect(await runClientCommand(['send', '--to', peer, '--blob', ref, '--json', '--relay', relay.url, '--key', 'me.key'], sent)).toBe(0)
+    const messageId = JSON.parse(sent.out()).message_id
+    const blobId = ref.split(':')[0]!
+    const down = captureIo(dir, { isTTY: true, env: QUIET })
+    expect(await runClientCommand(['download', blobId, '--message', messageId, '-o', join(dir, 'tty-enc.out'), '--relay', relay.url, '--key', 'peer.key'], down)).toBe(0)
+    expect(down.err()).toContain(`download+decrypt ${blobId} [########################] 100% 1000 B / 1000 B`)
+    expect(readFileSync(join(dir, 'tty-enc.out')).equals(readFileSync(join(dir, 'tty-enc.bin')))).toBe(true)
+    // send --attach encrypts for a recipient that declares it, with the same bar
+    const reader = (await runCli(['keygen', '--out', 'reader.key'], { cwd: dir })).stdout.trim()
+    expect(await runClientCommand(['profile', 'set', '--encryption', 'accept', '--relay', relay.url, '--key', 'reader.key'], captureIo(dir))).toBe(0)
+    const attach = captureIo(dir, { isTTY: true, env: QUIET })
+    expect(await runClientCommand(['send', '--to', reader, '--attach', join(dir, 'tty-enc.bin'), '--relay', relay.url, '--key', 'me.key'], attach)).toBe(0)
+    expect(attach.out()).toContain('end to end, v3')
+    expect(attach.err()).toContain('encrypt+upload tty-enc.bin [########################] 100% 1.0 KiB / 1.0 KiB')
   })
 })
 

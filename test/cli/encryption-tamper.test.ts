@@ -5,11 +5,12 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { decodeBase64Url, encodeBase64Url } from '../../src/lib/base64url.ts'
 import { buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
+import { blobFileOf } from '../support/disk.ts'
 import { tempDir } from '../support/harness.ts'
 
 const MARKER = 'TAMPER-MARKER-51c2'
@@ -19,13 +20,6 @@ let peer: string
 const as = (key: string) => (args: string[]) => runCli([...args, '--relay', relay.url, '--key', key], { cwd: dir })
 let me: ReturnType<typeof as>
 let them: ReturnType<typeof as>
-
-function filesUnder(d: string): string[] {
-  return readdirSync(d).flatMap((name) => {
-    const path = join(d, name)
-    return statSync(path).isDirectory() ? filesUnder(path) : [path]
-  })
-}
 
 /** Sends an encrypted message with one 200 KB attachment; returns the message as the recipient reads it. */
 async function sendOne(tag: string) {
@@ -92,17 +86,14 @@ describe('tampered ciphertext, through the CLI', () => {
 
   test('a byte of the stored blob changed: download --message fails with the reason and keeps no file', async () => {
     const sent = await sendOne('blob')
-    // the blob directory is content-addressed: the file is named by the ciphertext's SHA-256
-    const hashHex = sent.attachments[0]!.hash.replace(/^sha256:/, '')
-    const blobFile = filesUnder(join(dir, 'data', 'blobs')).find((f) => f.endsWith(hashHex))
-    expect(blobFile).toBeDefined()
+    const blobFile = blobFileOf(join(dir, 'data'), sent.attachments[0]!.hash)
     const good = await them(['download', sent.attachments[0]!.blob_id, '--message', sent.message_id, '-o', 'good.out'])
     expect(good.code).toBe(0)
     expect(readFileSync(join(dir, 'good.out')).equals(readFileSync(join(dir, 'blob.bin')))).toBe(true)
 
-    const bytes = readFileSync(blobFile!)
+    const bytes = readFileSync(blobFile)
     flipByte(bytes, bytes.length - 100)
-    writeFileSync(blobFile!, bytes)
+    writeFileSync(blobFile, bytes)
     const before = readdirSync(dir)
     const r = await them(['download', sent.attachments[0]!.blob_id, '--message', sent.message_id, '-o', 'bad.out'])
     expect(r.code).toBe(1)

@@ -1,14 +1,16 @@
 /**
  * End-to-end encryption through the built binary: a relay started with --require-encryption, agents
  * that declare support with `profile set --encryption`, send with encrypted attachments (0 B, 1 B and
- * 5 MiB), poll/get/thread decrypting, download --message decrypting, upload --encrypt-for, and no
- * plaintext anywhere in the data directory (SQLite file, WAL, blob files).
+ * 5 MiB), poll/get/thread decrypting, download --message decrypting, upload --encrypt-for, a refused
+ * plaintext send made again encrypted, and no plaintext anywhere in the data directory (SQLite file,
+ * WAL, blob files).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
+import { expectNoMarkerUnder } from '../support/disk.ts'
 import { tempDir } from '../support/harness.ts'
 
 const MARKER = 'PLAINTEXT-MARKER-7f3a'
@@ -18,13 +20,6 @@ let peer: string
 const as = (key: string) => (args: string[]) => runCli([...args, '--relay', relay.url, '--key', key], { cwd: dir })
 let me: ReturnType<typeof as>
 let them: ReturnType<typeof as>
-
-function filesUnder(d: string): string[] {
-  return readdirSync(d).flatMap((name) => {
-    const path = join(d, name)
-    return statSync(path).isDirectory() ? filesUnder(path) : [path]
-  })
-}
 
 function markerFile(size: number): Uint8Array {
   const out = new Uint8Array(size)
@@ -82,7 +77,7 @@ describe('relay CLI, end to end encrypted', () => {
       expect(readFileSync(join(dir, out)).equals(readFileSync(join(dir, name)))).toBe(true)
     }
 
-    for (const file of filesUnder(join(dir, 'data'))) expect({ file, found: readFileSync(file).includes(MARKER) }).toEqual({ file, found: false })
+    expectNoMarkerUnder(join(dir, 'data'), MARKER)
   }, 120_000)
 
   test('the relay refuses plaintext (--plain) with encryption_required; upload --encrypt-for and --blob ID:DEK_ENC:DEK_CT', async () => {
@@ -101,6 +96,33 @@ describe('relay CLI, end to end encrypted', () => {
     const d = await them(['download', blobId, '--message', id, '-o', 'alone.out'])
     expect(d.code).toBe(0)
     expect(readFileSync(join(dir, 'alone.out')).equals(readFileSync(join(dir, 'alone.bin')))).toBe(true)
-    for (const file of filesUnder(join(dir, 'data'))) expect(readFileSync(file).includes(MARKER)).toBe(false)
+    expectNoMarkerUnder(join(dir, 'data'), MARKER)
+  }, 60_000)
+
+  test('to an agent that declares nothing, the relay refuses the plaintext send and the CLI sends it again encrypted (v2), files included', async () => {
+    // quiet never publishes a declaration: the sender has nothing to go on but the refusal
+    const quiet = (await runCli(['keygen', '--out', 'quiet.key'], { cwd: dir })).stdout.trim()
+    const asQuiet = (args: string[]) => runCli([...args, '--relay', relay.url, '--key', 'quiet.key'], { cwd: dir, env: { RELAY_PUBLISH_ENCRYPTION: 'false' } })
+    expect((await asQuiet(['whoami'])).code).toBe(0)
+    writeFileSync(join(dir, 'quiet.bin'), markerFile(3000))
+    const sent = await me(['send', '--to', quiet, '--text', `${MARKER} retried`, '--attach', 'quiet.bin'])
+    expect(sent.stderr).toBe('')
+    expect(sent.code).toBe(0)
+    expect(sent.stdout).toContain('encryption   end to end, v2')
+    // --body, which goes byte for byte when plaintext, is sealed the second time
+    const raw = await me(['send', '--to', quiet, '--body', `{"text": "${MARKER} raw"}`, '--json'])
+    expect(raw.code).toBe(0)
+
+    const polled = JSON.parse((await asQuiet(['poll', '--json'])).stdout).messages
+    expect(polled.map((m: { body: unknown; encryption: unknown }) => [m.body, m.encryption])).toEqual([
+      [{ text: `${MARKER} retried` }, { version: 2, sender_verified: true }],
+      [{ text: `${MARKER} raw` }, { version: 2, sender_verified: true }],
+    ])
+    const [att] = polled[0].attachments
+    expect(att.encrypted).toBe(true)
+    expect(att.filename).toBeUndefined()
+    const d = await asQuiet(['download', att.blob_id, '--message', polled[0].message_id, '-o', 'quiet.out'])
+    expect(d.code).toBe(0)
+    expect(readFileSync(join(dir, 'quiet.out')).equals(readFileSync(join(dir, 'quiet.bin')))).toBe(true)
   }, 60_000)
 })

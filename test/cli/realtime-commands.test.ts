@@ -1,4 +1,7 @@
-/** `relay listen` and `relay webhook set|get|delete` through the built binary, against a live relay. */
+/**
+ * `relay listen` (encrypted messages decrypted and marked, one that does not open included) and `relay
+ * webhook set|get|delete` through the built binary, against a live relay.
+ */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { spawn } from 'bun'
 import { rmSync, writeFileSync } from 'node:fs'
@@ -77,6 +80,27 @@ describe('relay listen', () => {
     const again = startListen('--count', '1')
     expect(JSON.parse((await again.out)[1].trim()).message_id).toBe(sent.message_id)
     expect((await alice.messageStatus(sent.message_id)).status).toBe('delivered')
+  })
+
+  test('decrypts encrypted messages and marks them; one that does not open is printed with the reason and the listener goes on', async () => {
+    const alice = t.client()
+    const sealedV3 = await alice.send({ recipient_key: keys.publicKey, body: { secret: 'v3 body' }, thread_id: 'enc-listen', encrypt: 3 })
+    t.clock.advance(1)
+    // sealed for another key, addressed to this one: it cannot open here
+    const elsewhere = alice.encryption.api.sealMessage({ version: 3, sender: alice.transport.keys, recipientKey: generateKeyPair().publicKey, body: { secret: 'not for you' } })
+    const broken = await alice.send({ recipient_key: keys.publicKey, ...elsewhere })
+    t.clock.advance(1)
+    const { out } = startListen('--count', '3')
+    await until(() => hub().connectionsOf(keys.publicKey).length === 1, 10_000, 'the listener to connect')
+    const sealedV2 = await alice.send({ recipient_key: keys.publicKey, body: 'v2 after the broken one', encrypt: 2 })
+    const [code, stdout, stderr] = await out
+    expect([code, stderr]).toEqual([0, `listening as ${keys.publicKey} on ${url}\n`])
+    const [first, second, third] = stdout.trim().split('\n').map((l) => JSON.parse(l))
+    expect(first).toMatchObject({ message_id: sealedV3.message_id, body: { secret: 'v3 body' }, content_type: 'application/json', encryption: { version: 3, sender_verified: true } })
+    expect(second).toMatchObject({ message_id: broken.message_id, content_type: 'application/x-m2m-encrypted', encryption: { version: 3, sender_verified: false, error: { reason: 'authentication_failed' } } })
+    expect(JSON.stringify(second)).not.toContain('not for you')
+    expect(third).toMatchObject({ message_id: sealedV2.message_id, body: 'v2 after the broken one', encryption: { version: 2, sender_verified: true } })
+    for (const m of [sealedV3, broken, sealedV2]) expect((await alice.messageStatus(m.message_id)).status).toBe('delivered')
   })
 
   test('usage errors', async () => {

@@ -9,24 +9,18 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { spawn } from 'bun'
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { sha256File, writeMarkedFile } from '../support/big-file.ts'
 import { BINARY, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
+import { expectNoMarkerUnder, filesUnder } from '../support/disk.ts'
 import { tempDir } from '../support/harness.ts'
 import { s3ServerRunner, startS3Server, type S3Server } from '../support/s3.ts'
 
 const MARKER = 'LARGE-PLAINTEXT-MARKER-0b9e'
 const SIZE = 100 * 1024 * 1024
 const TIME = '/usr/bin/time'
-
-function filesUnder(d: string): string[] {
-  if (!existsSync(d)) return []
-  return readdirSync(d).flatMap((name) => {
-    const path = join(d, name)
-    return statSync(path).isDirectory() ? filesUnder(path) : [path]
-  })
-}
 
 /** Runs the CLI under GNU time when it is there: the result and the peak RSS in KiB (null without it). */
 async function timedCli(dir: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string; peakKiB: number | null }> {
@@ -35,11 +29,6 @@ async function timedCli(dir: string, args: string[]): Promise<{ code: number; st
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   const m = /PEAK_RSS_KIB=(\d+)\s*$/.exec(stderr)
   return { code, stdout, stderr: stderr.replace(/PEAK_RSS_KIB=\d+\s*$/, ''), peakKiB: m ? Number(m[1]) : null }
-}
-
-function noMarkerIn(files: string[]): void {
-  expect(files.length).toBeGreaterThan(0)
-  for (const file of files) expect({ file, found: readFileSync(file).includes(MARKER) }).toEqual({ file, found: false })
 }
 
 /** Declare, send 100 MiB encrypted, receive, download decrypted; returns the CLI's peak RSS figures. */
@@ -67,8 +56,8 @@ async function roundTrip(dir: string, relay: RunningBinary) {
     expect(readFileSync(join(dir, `${name}.out`)).equals(readFileSync(join(dir, name)))).toBe(true)
   }
 
-  // 100 MiB of file, 100 MiB + 25,617 bytes stored
-  writeFileSync(join(dir, 'big.bin'), Buffer.alloc(SIZE, MARKER))
+  // 100 MiB of file, 100 MiB + 25,617 bytes stored; written, and later compared, a MiB at a time
+  const bigHash = writeMarkedFile(join(dir, 'big.bin'), SIZE, MARKER)
   const sent = await as('me.key')(['send', '--to', peer, '--text', `${MARKER} body`, '--attach', 'big.bin', '--json'])
   expect(sent.stderr).toBe('')
   expect(sent.code).toBe(0)
@@ -84,9 +73,8 @@ async function roundTrip(dir: string, relay: RunningBinary) {
   const down = await as('peer.key')(['download', msg.attachments[0].blob_id, '--message', id, '-o', 'big.out'])
   expect(down.stderr).toBe('')
   expect(down.code).toBe(0)
-  const out = readFileSync(join(dir, 'big.out'))
-  expect(out.length).toBe(SIZE)
-  expect(out.equals(readFileSync(join(dir, 'big.bin')))).toBe(true)
+  expect(statSync(join(dir, 'big.out')).size).toBe(SIZE)
+  expect(await sha256File(join(dir, 'big.out'))).toBe(bigHash)
   rmSync(join(dir, 'big.out'))
   rmSync(join(dir, 'big.bin'))
 
@@ -117,7 +105,7 @@ describe('100 MiB encrypted attachment, blobs in the data directory', () => {
   test('round trip; no plaintext in the database file or the blob directory', async () => {
     const figures = await roundTrip(dir, relay)
     console.log(`CLI peak RSS (KiB), machine shared: ${JSON.stringify(figures)}`)
-    noMarkerIn(filesUnder(join(dir, 'data')))
+    expectNoMarkerUnder(join(dir, 'data'), MARKER)
     expect(filesUnder(join(dir, 'data', 'blobs')).some((f) => statSync(f).size > SIZE)).toBe(true)
   }, 300_000)
 })
@@ -143,9 +131,8 @@ describe.skipIf(node === null)('100 MiB encrypted attachment, blobs in an S3 buc
 
   test('round trip; no plaintext in the database file or the bucket', async () => {
     await roundTrip(dir, relay)
-    noMarkerIn(filesUnder(join(dir, 'data')))
-    const stored = filesUnder(s3.dir)
-    expect(stored.some((f) => statSync(f).size > SIZE)).toBe(true)
-    noMarkerIn(stored)
+    expectNoMarkerUnder(join(dir, 'data'), MARKER)
+    expect(filesUnder(s3.dir).some((f) => statSync(f).size > SIZE)).toBe(true)
+    expectNoMarkerUnder(s3.dir, MARKER)
   }, 300_000)
 })

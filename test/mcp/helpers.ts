@@ -62,9 +62,12 @@ export interface Bridge {
 /** The test's directory is the files directory, unless the test chooses its own (or the default: defaultFiles). */
 const filesArgs = (opts: { cwd: string; args?: string[]; defaultFiles?: boolean }) => (opts.defaultFiles || opts.args?.includes('--files') ? [] : ['--files', opts.cwd])
 
-/** `relay mcp` over stdio, as a host starts it: command, args, env (XDG_DATA_HOME is CWD/.xdg unless env says). */
-export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; env?: Record<string, string>; defaultFiles?: boolean }): Promise<Bridge> {
-  const command = await relayBinary()
+/**
+ * `relay mcp` over stdio, as a host starts it: command, args, env (XDG_DATA_HOME is CWD/.xdg unless env
+ * says). `binary` runs another build of the relay (default: the one relayBinary() builds).
+ */
+export async function stdioBridge(opts: { relayUrl: string; agent: Agent; cwd: string; args?: string[]; env?: Record<string, string>; defaultFiles?: boolean; binary?: string }): Promise<Bridge> {
+  const command = opts.binary ?? (await relayBinary())
   const transport = new StdioClientTransport({
     command,
     args: ['mcp', ...filesArgs(opts), ...(opts.args ?? [])],

@@ -1,5 +1,5 @@
 import { basename } from 'node:path'
-import { readJson, RelayApiError, type AttachmentInput, type RelayClient, type SendMessageInput, type SendResultJson } from '../../client/index.ts'
+import { readJson, type AttachmentInput, type RelayClient, type SendMessageInput, type SendResultJson } from '../../client/index.ts'
 import { fields } from '../format.ts'
 import { UsageError, type CommandContext, type CommandSpec, type FlagSpec } from './command.ts'
 import { inlineOrFile } from './profile.ts'
@@ -32,7 +32,9 @@ export const send: CommandSpec = {
     'End to end encryption: to a recipient whose profile declares it reads encrypted messages, the body\n' +
     'and every --attach file are encrypted (v3 when it declares v3, else v2); --encrypt encrypts for any\n' +
     'recipient (v2, what MRP agents read, unless it declares v3); --plain sends plaintext. Encrypted files\n' +
-    'are sent without their names. --blob ID:DEK_ENC:DEK_CT attaches a blob from relay upload --encrypt-for.',
+    'are sent without their names. --blob ID:DEK_ENC:DEK_CT attaches a blob from relay upload --encrypt-for.\n' +
+    'A plaintext send the relay refuses (encryption_required: the recipient or the relay takes encrypted\n' +
+    'messages only) is sent again encrypted, --attach files included; not with --plain.',
   flags: [
     { name: 'to', value: 'KEY', help: "the recipient's public key (required)" },
     { name: 'body', value: 'JSON|@FILE', help: 'the message body, any JSON' },
@@ -52,13 +54,14 @@ export const send: CommandSpec = {
     const f = ctx.flags
     if (!f.to) throw new UsageError('--to KEY is required')
     if (!KEY.test(f.to)) throw new UsageError('--to must be a public key: 43 base64url characters')
+    const to = f.to
     if (f.body !== undefined && f.text !== undefined) throw new UsageError('give --body or --text, not both')
     const files = ctx.lists.attach ?? []
     const blobIds = ctx.lists.blob ?? []
     if (f.body === undefined && f.text === undefined && files.length === 0 && blobIds.length === 0) {
       throw new UsageError('nothing to send: give --body, --text, --attach or --blob')
     }
-    const message: SendMessageInput = { recipient_key: f.to }
+    const message: SendMessageInput = { recipient_key: to }
     if (f.text !== undefined) message.body = { text: f.text }
     // --body goes on the wire as given: parsing and re-serialising would change numbers beyond 2^53,
     // the spelling of escapes and key order
@@ -83,28 +86,21 @@ export const send: CommandSpec = {
     if (f.encrypt === 'true' && f.plain === 'true') throw new UsageError('give --encrypt or --plain, not both')
     const plain = f.plain === 'true'
     const client = retryingClient(ctx)
-    const version = await client.encryption.versionFor(f.to, { encrypt: f.encrypt === 'true' ? true : undefined, plain })
-    if (files.length || blobIds.length) {
-      message.attachments = blobIds.map(blobReference)
-      for (const file of files) {
-        if (version) message.attachments.push((await uploadEncryptedFile(ctx, client, file, f.to, version)).attachment)
-        else message.attachments.push({ blob_id: (await uploadFile(ctx, client, file)).blob_id, filename: basename(file) })
+    // a plaintext send refused by an encrypted-only inbox is made again encrypted, files included
+    const { result, version } = await client.encryption.sendWithFallback(to, { encrypt: f.encrypt === 'true' ? true : undefined, plain }, async (version) => {
+      if (files.length || blobIds.length) {
+        message.attachments = blobIds.map(blobReference)
+        for (const file of files) {
+          if (version) message.attachments.push((await uploadEncryptedFile(ctx, client, file, to, version)).attachment)
+          else message.attachments.push({ blob_id: (await uploadFile(ctx, client, file)).blob_id, filename: basename(file) })
+        }
       }
-    }
-    let result: SendResultJson
-    if (rawBody === undefined || version) {
-      // an encrypted body is sealed as parsed; the relay never sees its text
+      // --body goes as given in plaintext; an encrypted body is sealed as parsed (the relay never sees its text)
+      if (rawBody !== undefined && !version) return sendText(client, requestText(message, rawBody))
       if (rawBody !== undefined) message.body = parseJson(rawBody, 'body')
-      // the version is decided: no second look-up; a plaintext send refused by an encrypted-only inbox is sent again encrypted
-      result = await client.send({ ...message, encrypt: version ?? (plain ? false : undefined), plain })
-    } else {
-      try {
-        result = await sendText(client, requestText(message, rawBody))
-      } catch (err) {
-        if (plain || !(err instanceof RelayApiError) || err.code !== 'encryption_required') throw err
-        result = await client.send({ ...message, body: parseJson(rawBody, 'body'), encrypt: true })
-      }
-    }
+      // the version is decided here: encrypt false stops the client from looking again or retrying on its own
+      return client.send({ ...message, encrypt: version ?? false })
+    })
     if (ctx.json) return ctx.out.json(result)
     ctx.out.text(
       fields([

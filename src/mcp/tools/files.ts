@@ -34,7 +34,7 @@ export function registerFileTools(server: McpServer, bridge: Bridge): void {
       'Saves a blob (an attachment of a message to or from you, or your own upload) to a local file and returns its path, size ' +
       `and SHA-256 (checked). Files are written only inside the directories the user allowed (${bridge.files.roots.join(', ')}); ` +
       `without path it goes to ${bridge.files.downloadDir}. The file keeps the name the sender gave the attachment (made safe), ` +
-      'or the blob id when no message names it. ' +
+      'or the blob id when no message names it (an end-to-end encrypted attachment travels without a name). ' +
       (bridge.files.allowOverwrite
         ? 'An existing file is replaced only when overwrite is true.'
         : 'An existing file is never replaced (the user has not allowed it): choose another path.'),

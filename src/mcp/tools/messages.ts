@@ -25,11 +25,14 @@ async function sendMessage(bridge: Bridge, to: string, fields: Fields, extra: { 
   if (fields.content_type !== undefined) message.content_type = fields.content_type
   if (fields.expires_in !== undefined) message.expires_in = fields.expires_in
   if (fields.metadata !== undefined) message.metadata = fields.metadata
-  // the same rules as the client's send: the recipient's declaration, unless the call says otherwise
-  const version = fields.encrypt === false ? null : await bridge.client.encryption.versionFor(to, { encrypt: fields.encrypt })
-  const files = fields.attachments?.length ? await bridge.attachments(fields.attachments, version ? { recipientKey: to, version } : undefined) : { input: [], sent: [] }
-  if (files.input.length) message.attachments = files.input
-  const result = await bridge.send({ ...message, ...(version ? { encrypt: version } : fields.encrypt === false ? { plain: true } : {}) })
+  // the same rules as the command line's send: the recipient's declaration unless the call says otherwise,
+  // and a plaintext send refused by an encrypted-only inbox made again encrypted, files included
+  let files: Awaited<ReturnType<Bridge['attachments']>> = { input: [], sent: [] }
+  const { result, version } = await bridge.client.encryption.sendWithFallback(to, { encrypt: fields.encrypt }, async (version) => {
+    if (fields.attachments?.length) files = await bridge.attachments(fields.attachments, version ? { recipientKey: to, version } : undefined)
+    // the version is decided here: encrypt false stops the client from looking again or retrying on its own
+    return bridge.send({ ...message, ...(files.input.length ? { attachments: files.input } : {}), encrypt: version ?? false })
+  })
   return { ...result, recipient_key: to, thread_id: extra.thread_id, in_reply_to: extra.in_reply_to, attachments: files.sent, encryption: version ? { version } : null }
 }
 
