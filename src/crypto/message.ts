@@ -190,8 +190,9 @@ function tryOpen(fn: () => Uint8Array | null): Uint8Array {
 }
 
 function readV3(p: CryptoPrimitives, inner: Uint8Array, recipientPk: Uint8Array, message: EncryptedMessageFields): OpenedMessage {
-  const bad = () => new DecryptError('malformed', 'the decrypted v3 plaintext is not well-formed')
-  if (inner.length < 1 + 32 + 8 + 32 + 2 || inner[0] !== V3_INNER_FORMAT) throw bad()
+  const bad = (why: string) => new DecryptError('malformed', `the decrypted v3 plaintext is not well-formed: ${why}`)
+  if (inner.length < 1 + 32 + 8 + 32 + 2) throw bad('it is shorter than its fixed fields')
+  if (inner[0] !== V3_INNER_FORMAT) throw bad(`its layout byte is ${inner[0]}, not ${V3_INNER_FORMAT}`)
   let at = 1
   const senderPk = inner.subarray(at, (at += 32))
   const createdMs = readUint(inner, at, 8)
@@ -199,19 +200,20 @@ function readV3(p: CryptoPrimitives, inner: Uint8Array, recipientPk: Uint8Array,
   const digest = inner.subarray(at, (at += 32))
   const ctLen = readUint(inner, at, 2)
   at += 2
-  if (at + ctLen + 4 > inner.length) throw bad()
+  if (at + ctLen + 4 > inner.length) throw bad('the content type length runs past the end')
   const ctype = inner.subarray(at, (at += ctLen))
   const bodyLen = readUint(inner, at, 4)
   at += 4
-  if (at + bodyLen + 64 > inner.length) throw bad()
+  if (at + bodyLen + 64 > inner.length) throw bad('the body length runs past the end, leaving no room for the signature')
   const body = inner.subarray(at, (at += bodyLen))
   const signature = inner.subarray(at, (at += 64))
-  if (!isAllZero(inner.subarray(at))) throw bad()
+  // §14.4: the padding is zeros; anything else there is bytes the signature does not cover
+  if (!isAllZero(inner.subarray(at))) throw bad('the padding after the signature is not all zeros')
   let contentType: string
   try {
     contentType = fromUtf8(ctype)
   } catch {
-    throw bad()
+    throw bad('the content type is not UTF-8')
   }
   if (!equalBytes(digest, attachmentsDigest(p, message.attachments))) {
     throw new DecryptError('bad_signature', "the message's attachments are not the ones the sender signed")
