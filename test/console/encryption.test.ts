@@ -31,12 +31,14 @@ const DOC_SHOTS: Record<string, string> = { 'inbox-encrypted': 'console-encrypte
 const MARK = {
   consoleBody: 'console-body-7f3a91c2',
   consoleFile: 'console-file-5be0d4a8',
+  consoleFileName: 'plan-name-3c9d01ee',
   consoleV2Body: 'console-v2-body-c81e22f0',
   clientBody: 'client-body-0d9c6b17',
   clientFile: 'client-file-a4f27e35',
   clientV2Body: 'client-v2-body-9e1b5c60',
   consoleToCli: 'console-to-cli-31d7e8a2',
   consoleToCliFile: 'console-to-cli-file-6f02b9d4',
+  consoleToCliFileName: 'for-dave-name-e41a7c09',
   cliToConsole: 'cli-to-console-b7c4015e',
   cliToConsoleFile: 'cli-to-console-file-28ae93f1',
 }
@@ -151,14 +153,16 @@ describe('/console end-to-end encryption', () => {
         await page.getByLabel('Recipient public key').dispatchEvent('change')
         await page.locator('#encryption-note', { hasText: 'End-to-end encrypted (v3)' }).waitFor({ timeout: 5000 })
         await page.getByLabel('Body', { exact: true }).fill(`hello bob ${MARK.consoleBody}`)
-        await page.getByLabel('Attachments').setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from(`the plan ${MARK.consoleFile}\n`.repeat(5000)) })
+        await page.getByLabel('Attachments').setInputFiles({ name: `${MARK.consoleFileName}.txt`, mimeType: 'text/plain', buffer: Buffer.from(`the plan ${MARK.consoleFile}\n`.repeat(5000)) })
         await page.getByRole('button', { name: 'Send', exact: true }).click()
         const toBob = (await page.locator('.sent-id').textContent({ timeout: 15_000 })) as string
         expect(await page.locator('.sent-how').textContent()).toBe('(end-to-end encrypted, v3)')
         await shot('send-encrypted')
         const atBob = await until(async () => (await Bun.sleep(50), await bob.poll()).messages.find((m) => m.message_id === toBob) ?? null, 10_000, 'the message at bob')
         expect(atBob).toMatchObject({ content_type: 'text/plain', body: `hello bob ${MARK.consoleBody}`, encryption: { version: 3, sender_verified: true } })
-        expect(atBob.attachments?.[0]).toMatchObject({ filename: 'plan.txt', encrypted: true })
+        // the relay's record of an encrypted attachment has no file name: it would be in the clear
+        expect(atBob.attachments?.[0]).toMatchObject({ encrypted: true })
+        expect(Object.keys(atBob.attachments![0]!)).not.toContain('filename')
         const bobFile = await new Response(await bob.downloadDecrypted(atBob, atBob.attachments![0])).text()
         expect(bobFile).toBe(`the plan ${MARK.consoleFile}\n`.repeat(5000))
 
@@ -232,7 +236,8 @@ describe('/console end-to-end encryption', () => {
         await row(fromBob.message_id).waitFor()
         expect(await row(toBob).getAttribute('class')).toBe('sealed')
         expect(await row(toBob).locator('.body-cell').textContent()).toContain('ciphertext')
-        expect(await row(toBob).textContent()).toContain('plan.txt')
+        expect(await row(toBob).textContent()).toContain(atBob.attachments![0]!.blob_id)
+        expect(await row(toBob).textContent()).not.toContain(MARK.consoleFileName)
         expect(await row(toBob).textContent()).not.toContain(MARK.consoleBody)
         expect(await row(fromBob.message_id).textContent()).not.toContain(MARK.clientBody)
         const plainRow = page.locator('tr.plain')
@@ -242,6 +247,10 @@ describe('/console end-to-end encryption', () => {
         // the stored envelope of the newest message, opened: ciphertext
         await row(fromBob.message_id).locator('details').evaluate((d: any) => (d.open = true))
         expect(await row(fromBob.message_id).locator('pre.stored').textContent()).toContain('"ct"')
+        await row(toBob).locator('details').evaluate((d: any) => (d.open = true))
+        const storedToBob = JSON.parse((await row(toBob).locator('pre.stored').textContent()) as string)
+        expect(storedToBob.attachments).toEqual([expect.objectContaining({ blob_id: atBob.attachments![0]!.blob_id, encrypted: true })])
+        expect(Object.keys(storedToBob.attachments[0])).not.toContain('filename')
 
         // 7. a key stored before the console encrypted (no X25519 half): it says why, until re-imported
         await page.evaluate(async () => {
@@ -302,14 +311,15 @@ describe('/console end-to-end encryption', () => {
         await page.getByRole('link', { name: 'Send' }).click()
         await page.getByLabel('Recipient public key').fill(cliKey)
         await page.getByLabel('Body', { exact: true }).fill(`for dave ${MARK.consoleToCli}`)
-        await page.getByLabel('Attachments').setInputFiles({ name: 'for-dave.txt', mimeType: 'text/plain', buffer: Buffer.from(`file for dave ${MARK.consoleToCliFile}\n`) })
+        await page.getByLabel('Attachments').setInputFiles({ name: `${MARK.consoleToCliFileName}.txt`, mimeType: 'text/plain', buffer: Buffer.from(`file for dave ${MARK.consoleToCliFile}\n`) })
         await page.getByRole('button', { name: 'Send', exact: true }).click()
         await expect(page.locator('.sent-how').textContent({ timeout: 15_000 })).resolves.toBe('(end-to-end encrypted, v3)')
         const polled = await dave(['poll', '--json'])
         expect(polled.code).toBe(0)
         const [atDave] = JSON.parse(polled.stdout).messages
         expect(atDave).toMatchObject({ sender_key: consoleKeys.publicKey, body: `for dave ${MARK.consoleToCli}`, encryption: { version: 3, sender_verified: true } })
-        expect(atDave.attachments[0]).toMatchObject({ encrypted: true, filename: 'for-dave.txt' })
+        expect(atDave.attachments[0]).toMatchObject({ encrypted: true })
+        expect(Object.keys(atDave.attachments[0])).not.toContain('filename')
         const got = await dave(['download', atDave.attachments[0].blob_id, '--message', atDave.message_id, '-o', 'got.txt'])
         expect([got.code, got.stderr]).toEqual([0, ''])
         expect(readFileSync(join(cliDir, 'got.txt'), 'utf8')).toBe(`file for dave ${MARK.consoleToCliFile}\n`)

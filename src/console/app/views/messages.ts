@@ -245,7 +245,8 @@ export const sendView: View = (ctx, root, arg) => {
         )
         if (!blob) return
         pct.textContent = `done: ${blob.blob_id}${sealed ? ' (encrypted)' : ''}`
-        attachments.push(sealed ? { blob_id: blob.blob_id, filename: file.name, encrypted: true, dek_enc: sealed.dek_enc, dek_ct: sealed.dek_ct } : { blob_id: blob.blob_id, filename: file.name })
+        // an encrypted attachment goes without its name: the relay would see it in the clear (docs/protocol.md §14.5)
+        attachments.push(sealed ? { blob_id: blob.blob_id, encrypted: true, dek_enc: sealed.dek_enc, dek_ct: sealed.dek_ct } : { blob_id: blob.blob_id, filename: file.name })
       }
       const message: Record<string, unknown> = { recipient_key: recipient, content_type: kind.value === 'json' ? 'application/json' : 'text/plain' }
       if (parsedBody !== undefined) message.body = parsedBody
@@ -298,7 +299,7 @@ export const sendView: View = (ctx, root, arg) => {
       field('Recipient public key', to),
       field('Body format', kind),
       field('Body', body, 'Text is sent as a JSON string with content type text/plain; JSON as the value itself.'),
-      field('Attachments', files, 'Each file is uploaded as a blob first, then attached; encrypted in this browser first when the message is.'),
+      field('Attachments', files, 'Each file is uploaded as a blob first, then attached; when the message is encrypted, encrypted in this browser first and sent without its name (the relay would see it).'),
       progress,
       h('div', { class: 'field check' }, plain, h('label', { for: 'send-plain' }, 'Send in plaintext (no end-to-end encryption)')),
       encryption,
