@@ -1,5 +1,6 @@
 /** Inbox (live over the WebSocket, with ack), threads, sending with attachments, message status. */
 import { ApiError, call, download, fetchBlob, saveFile, upload, withQuery } from '../api.ts'
+import { sha256OfBlob } from '../blob-io.ts'
 import { attempt, type Ctx, type View } from '../context.ts'
 import { KEY_PATTERN, field, fill, h, lockIcon, when } from '../dom.ts'
 import { decryptAttachment, encryptFile, forgetDeclaration, NO_AGREEMENT_KEY, openForDisplay, sealForSend, versionFor, type Lock } from '../e2e.ts'
@@ -232,15 +233,25 @@ export const sendView: View = (ctx, root, arg) => {
       fill(progress)
       for (const file of Array.from(files.files ?? [])) {
         const bar = h('progress', { max: file.size || 1, value: 0, 'aria-label': `Uploading ${file.name}` })
-        const pct = h('span', {}, version ? 'encrypting…' : '0 %')
+        const pct = h('span', { class: 'upload-state' }, version ? 'encrypting…' : 'reading…')
         progress.appendChild(h('div', { class: 'upload' }, h('span', {}, file.name), bar, pct))
-        const sealed = version ? await attempt(ctx, `Encrypting ${file.name}`, () => encryptFile(ctx.id, file, recipient, version)) : null
-        if (version && !sealed) return
+        // the signature covers the SHA-256 of what is uploaded: the file is read (and encrypted) once before it leaves
+        const step = (doing: string) => (done: number) => {
+          bar.value = done
+          pct.textContent = `${doing} ${Math.floor((done / (file.size || 1)) * 100)} %`
+        }
+        const prepared = await attempt(ctx, `${version ? 'Encrypting' : 'Reading'} ${file.name}`, async () => {
+          if (!version) return { body: file as Blob, sha256: await sha256OfBlob(file, step('reading')), sealed: null }
+          const sealed = await encryptFile(ctx.id, file, recipient, version, step('encrypting'))
+          return { body: sealed.ciphertext, sha256: sealed.sha256, sealed }
+        })
+        if (!prepared) return
+        const { sealed } = prepared
         const blob = await attempt(ctx, `Uploading ${file.name}`, () =>
-          upload(ctx.id, sealed ? sealed.ciphertext : file, (sent, total) => {
+          upload(ctx.id, prepared.body, prepared.sha256, (sent, total) => {
             bar.max = total || 1
             bar.value = sent
-            pct.textContent = `${Math.round((sent / (total || 1)) * 100)} %`
+            pct.textContent = `uploading ${Math.floor((sent / (total || 1)) * 100)} %`
           }),
         )
         if (!blob) return
