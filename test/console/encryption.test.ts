@@ -11,7 +11,7 @@
  * test-artifacts/console-e2e/ (UPDATE_SCREENSHOTS=1 also refreshes docs/img/console-encrypted*.png).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
@@ -19,11 +19,12 @@ import { RelayClient } from '../../src/client/index.ts'
 import { ENCRYPTED_CONTENT_TYPE } from '../../src/crypto/index.ts'
 import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
+import { chromiumPath, openConsole } from '../support/console-browser.ts'
 import { requireProgram } from '../support/requires.ts'
+import { filesUnder } from '../support/stored-files.ts'
 import { until } from '../support/ws.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const hasChromium = requireProgram('chromium', existsSync(CHROMIUM) ? CHROMIUM : null, 'the console encryption browser test')
+const hasChromium = requireProgram('chromium', chromiumPath(), 'the console encryption browser test')
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console-e2e')
 const DOC_SHOTS: Record<string, string> = { 'inbox-encrypted': 'console-encrypted-inbox.png', 'relay-sees': 'console-relay-sees.png' }
 
@@ -43,14 +44,6 @@ const MARK = {
   cliToConsoleFile: 'cli-to-console-file-28ae93f1',
 }
 
-/** Every file under `dir`, recursively. */
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name)
-    return statSync(path).isDirectory() ? filesUnder(path) : [path]
-  })
-}
-
 let dir: string
 let relay: RunningBinary
 
@@ -68,45 +61,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-
-/** Chromium with a fresh profile, the console open on `keys` (imported from its key file). */
-async function openConsole(keys: ReturnType<typeof generateKeyPair>) {
-  const { chromium } = await import('playwright-core')
-  const profileDir = mkdtempSync(join(tmpdir(), 'relay-console-e2e-chromium-'))
-  const context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1100, height: 800 },
-    acceptDownloads: true,
-  })
-  const page = context.pages()[0] ?? (await context.newPage())
-  await page.goto(`${relay.url}/console`)
-  await page.getByLabel('…or paste its content').fill(encodeKeyFile(keys))
-  await page.getByRole('button', { name: 'Import' }).click()
-  await page.getByText('live', { exact: true }).waitFor()
-  return { page, close: async () => (await context.close(), rmSync(profileDir, { recursive: true, force: true })) }
-}
-
 describe('/console end-to-end encryption', () => {
   test.skipIf(!hasChromium)(
     'console ⇄ client encrypted both ways (v3 and v2, attachments included), failures with their reason, plaintext on request, a key stored without its X25519 half',
     async () => {
       expect(existsSync(BINARY)).toBe(true)
-      const { chromium } = await import('playwright-core')
       mkdirSync(ARTIFACTS, { recursive: true })
-      const profileDir = mkdtempSync(join(tmpdir(), 'relay-console-e2e-chromium-'))
-      const context = await chromium.launchPersistentContext(profileDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-        viewport: { width: 1100, height: 800 },
-        acceptDownloads: true,
-      })
-      const errors: string[] = []
+      // the console's key, imported from its file; two agents the test drives with the client
+      const consoleKeys = generateKeyPair()
+      const { page, errors, close } = await openConsole(relay.url, consoleKeys)
       try {
-        const page = context.pages()[0] ?? (await context.newPage())
-        page.on('pageerror', (e) => errors.push(String(e)))
         page.on('dialog', (d) => void d.accept())
         const shot = (name: string, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage })
         const card = (id: string) => page.locator(`article[data-message-id="${id}"]`)
@@ -117,19 +81,12 @@ describe('/console end-to-end encryption', () => {
           return { name: d.suggestedFilename(), text: await Bun.file((await d.path()) as string).text() }
         }
 
-        // the console's key, imported from its file; two agents the test drives with the client
-        const consoleKeys = generateKeyPair()
         const bob = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
         const carol = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
         await bob.updateProfile({ display_name: 'bob' })
         await bob.declareEncryption()
         await carol.updateProfile({ display_name: 'carol (v2 only)', metadata: { encryption: { versions: [2] } } })
 
-        await page.goto(`${relay.url}/console`)
-        await page.getByLabel('…or paste its content').fill(encodeKeyFile(consoleKeys))
-        await page.getByRole('button', { name: 'Import' }).click()
-        await page.locator('#public-key').waitFor()
-        await page.getByText('live', { exact: true }).waitFor()
         // the stored record: both halves non-extractable
         const stored = await page.evaluate(async () => {
           const { indexedDB } = globalThis as any
@@ -288,8 +245,7 @@ describe('/console end-to-end encryption', () => {
         if (process.env.UPDATE_SCREENSHOTS === '1') for (const [name, file] of Object.entries(DOC_SHOTS)) copyFileSync(join(ARTIFACTS, `${name}.png`), join(ROOT, 'docs', 'img', file))
         expect(errors).toEqual([])
       } finally {
-        await context.close()
-        rmSync(profileDir, { recursive: true, force: true })
+        await close()
       }
 
     },
@@ -305,7 +261,7 @@ describe('/console end-to-end encryption', () => {
       const cliKey = (await runCli(['keygen', '--out', 'dave.key'], { cwd: cliDir })).stdout.trim()
       const dave = (args: string[]) => runCli([...args, '--relay', relay.url, '--key', 'dave.key'], { cwd: cliDir })
       expect((await dave(['profile', 'set', '--encryption', 'accept'])).code).toBe(0)
-      const { page, close } = await openConsole(consoleKeys)
+      const { page, close } = await openConsole(relay.url, consoleKeys)
       try {
         // console → CLI
         await page.getByRole('link', { name: 'Send' }).click()

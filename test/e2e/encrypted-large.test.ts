@@ -9,24 +9,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { spawn } from 'bun'
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { BINARY, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
 import { tempDir } from '../support/harness.ts'
 import { s3ServerRunner, startS3Server, type S3Server } from '../support/s3.ts'
+import { filesUnder, noMarkerIn } from '../support/stored-files.ts'
 
 const MARKER = 'LARGE-PLAINTEXT-MARKER-0b9e'
 const SIZE = 100 * 1024 * 1024
 const TIME = '/usr/bin/time'
-
-function filesUnder(d: string): string[] {
-  if (!existsSync(d)) return []
-  return readdirSync(d).flatMap((name) => {
-    const path = join(d, name)
-    return statSync(path).isDirectory() ? filesUnder(path) : [path]
-  })
-}
 
 /** Runs the CLI under GNU time when it is there: the result and the peak RSS in KiB (null without it). */
 async function timedCli(dir: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string; peakKiB: number | null }> {
@@ -35,11 +28,6 @@ async function timedCli(dir: string, args: string[]): Promise<{ code: number; st
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   const m = /PEAK_RSS_KIB=(\d+)\s*$/.exec(stderr)
   return { code, stdout, stderr: stderr.replace(/PEAK_RSS_KIB=\d+\s*$/, ''), peakKiB: m ? Number(m[1]) : null }
-}
-
-function noMarkerIn(files: string[]): void {
-  expect(files.length).toBeGreaterThan(0)
-  for (const file of files) expect({ file, found: readFileSync(file).includes(MARKER) }).toEqual({ file, found: false })
 }
 
 /** Declare, send 100 MiB encrypted, receive, download decrypted; returns the CLI's peak RSS figures. */
@@ -117,7 +105,7 @@ describe('100 MiB encrypted attachment, blobs in the data directory', () => {
   test('round trip; no plaintext in the database file or the blob directory', async () => {
     const figures = await roundTrip(dir, relay)
     console.log(`CLI peak RSS (KiB), machine shared: ${JSON.stringify(figures)}`)
-    noMarkerIn(filesUnder(join(dir, 'data')))
+    noMarkerIn(filesUnder(join(dir, 'data')), MARKER)
     expect(filesUnder(join(dir, 'data', 'blobs')).some((f) => statSync(f).size > SIZE)).toBe(true)
   }, 300_000)
 })
@@ -143,9 +131,9 @@ describe.skipIf(node === null)('100 MiB encrypted attachment, blobs in an S3 buc
 
   test('round trip; no plaintext in the database file or the bucket', async () => {
     await roundTrip(dir, relay)
-    noMarkerIn(filesUnder(join(dir, 'data')))
+    noMarkerIn(filesUnder(join(dir, 'data')), MARKER)
     const stored = filesUnder(s3.dir)
     expect(stored.some((f) => statSync(f).size > SIZE)).toBe(true)
-    noMarkerIn(stored)
+    noMarkerIn(stored, MARKER)
   }, 300_000)
 })
