@@ -13,7 +13,7 @@
  */
 import { sha256 } from '@noble/hashes/sha2.js'
 import { blobHeader, CIPHER_SEGMENT_BYTES, cutAtSegmentBoundary, decryptedBlobSize, encryptedBlobSize, endsInsideSegment, headerSalt, segmentCount, segmentFails, segmentNonce, shorterThanHeader } from '../../crypto/blob-layout.ts'
-import { BLOB_HEADER_BYTES, BLOB_KEY_INFO, BLOB_SALT_BYTES, BLOB_SEGMENT_BYTES, DEK_BYTES } from '../../crypto/constants.ts'
+import { BLOB_HEADER_BYTES, BLOB_KEY_INFO, BLOB_SALT_BYTES, BLOB_SEGMENT_BYTES, BLOB_TAG_BYTES, DEK_BYTES } from '../../crypto/constants.ts'
 import { blobBlocks, BlobParts } from './blob-io.ts'
 
 /** Segments read and sent to WebCrypto together: 1 MiB of plaintext per read. */
@@ -53,22 +53,31 @@ export async function sealFile(dek: Uint8Array, file: Blob, progress?: (plainByt
   const out = new BlobParts()
   out.push(header)
   const count = segmentCount(file.size)
-  let index = 0
   let done = 0
-  for await (const block of blobBlocks(file, SEGMENTS_PER_BLOCK * BLOB_SEGMENT_BYTES)) {
-    const first = index
-    const inBlock = segmentCount(block.length)
-    const sealed = await Promise.all(
-      Array.from({ length: inBlock }, (_, k) => crypto.subtle.encrypt(gcm(first + k, first + k === count - 1), key, block.subarray(k * BLOB_SEGMENT_BYTES, (k + 1) * BLOB_SEGMENT_BYTES))),
-    )
+  const keep = (sealed: ArrayBuffer[]) => {
     for (const s of sealed) {
       const bytes = new Uint8Array(s)
       hash.update(bytes)
       out.push(bytes)
+      done += bytes.length - BLOB_TAG_BYTES
     }
-    index += inBlock
-    progress?.((done += block.length))
+    progress?.(done)
   }
+  let index = 0
+  // a block is hashed and kept while the next one is read and encrypted (both off the page's thread)
+  let previous: Promise<ArrayBuffer[]> | null = null
+  for await (const block of blobBlocks(file, SEGMENTS_PER_BLOCK * BLOB_SEGMENT_BYTES)) {
+    const first = index
+    const inBlock = segmentCount(block.length)
+    const sealing = Promise.all(
+      Array.from({ length: inBlock }, (_, k) => crypto.subtle.encrypt(gcm(first + k, first + k === count - 1), key, block.subarray(k * BLOB_SEGMENT_BYTES, (k + 1) * BLOB_SEGMENT_BYTES))),
+    )
+    sealing.catch(() => {}) // awaited below, after the block before it
+    if (previous) keep(await previous)
+    previous = sealing
+    index += inBlock
+  }
+  keep(await previous!)
   const body = out.blob()
   if (index !== count || body.size !== encryptedBlobSize(file.size)) throw new Error('the file changed while it was being encrypted')
   return { body, sha256: hash.digest(), size: body.size }
