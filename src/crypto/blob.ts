@@ -11,42 +11,18 @@
  * stream at a segment boundary (the last segment's flag). AES-256-GCM because it is native in Bun, Node
  * and every browser's WebCrypto, where ChaCha20-Poly1305 is not (docs/protocol.md explains the figures).
  */
-import { BLOB_FORMAT_AES256GCM_64K, BLOB_HEADER_BYTES, BLOB_KEY_INFO, BLOB_SALT_BYTES, BLOB_SEGMENT_BYTES, BLOB_TAG_BYTES, DEK_BYTES } from './constants.ts'
+import { BLOB_HEADER_BYTES, BLOB_KEY_INFO, BLOB_SALT_BYTES, BLOB_SEGMENT_BYTES, BLOB_TAG_BYTES, DEK_BYTES } from './constants.ts'
+import { blobHeader, CIPHER_SEGMENT_BYTES, cutAtSegmentBoundary, decryptedBlobSize, encryptedBlobSize, endsInsideSegment, headerSalt, segmentFails, segmentNonce, shorterThanHeader } from './blob-layout.ts'
 import { concatBytes } from './bytes.ts'
 import { DecryptError } from './errors.ts'
 import { hkdfExpand, hkdfExtract } from './hkdf.ts'
 import type { CryptoPrimitives } from './primitives.ts'
 
-const CIPHER_SEGMENT_BYTES = BLOB_SEGMENT_BYTES + BLOB_TAG_BYTES
-
-/** The size of the stored (encrypted) blob for a plaintext of `plainBytes`. */
-export function encryptedBlobSize(plainBytes: number): number {
-  const segments = Math.max(1, Math.ceil(plainBytes / BLOB_SEGMENT_BYTES))
-  return BLOB_HEADER_BYTES + plainBytes + segments * BLOB_TAG_BYTES
-}
-
-/** The plaintext size of a stored blob of `cipherBytes`, or null when no plaintext encrypts to that size. */
-export function decryptedBlobSize(cipherBytes: number): number | null {
-  const body = cipherBytes - BLOB_HEADER_BYTES
-  if (body < BLOB_TAG_BYTES) return null
-  const plain = body - Math.ceil(body / CIPHER_SEGMENT_BYTES) * BLOB_TAG_BYTES
-  return plain >= 0 && encryptedBlobSize(plain) === cipherBytes ? plain : null
-}
+export { decryptedBlobSize, encryptedBlobSize }
 
 function payloadKey(p: CryptoPrimitives, dek: Uint8Array, salt: Uint8Array): Uint8Array {
   if (dek.length !== DEK_BYTES) throw new Error('a data-encryption key is 32 bytes')
   return hkdfExpand(p, hkdfExtract(p, salt, dek), BLOB_KEY_INFO, 32)
-}
-
-function segmentNonce(index: number, last: boolean): Uint8Array {
-  const nonce = new Uint8Array(12)
-  let v = index
-  for (let i = 10; i >= 0 && v > 0; i--) {
-    nonce[i] = v % 256
-    v = Math.floor(v / 256)
-  }
-  nonce[11] = last ? 1 : 0
-  return nonce
 }
 
 const EMPTY = new Uint8Array(0)
@@ -111,9 +87,7 @@ export class BlobSealer {
   ) {
     if (salt.length !== BLOB_SALT_BYTES) throw new Error(`the attachment salt is ${BLOB_SALT_BYTES} bytes`)
     this.key = payloadKey(p, dek, salt)
-    this.header = new Uint8Array(BLOB_HEADER_BYTES)
-    this.header[0] = BLOB_FORMAT_AES256GCM_64K
-    this.header.set(salt, 1)
+    this.header = blobHeader(salt)
   }
 
   /**
@@ -158,9 +132,7 @@ export class BlobOpener {
   ) {}
 
   private readHeader(): void {
-    const header = this.queue.take(BLOB_HEADER_BYTES)
-    if (header[0] !== BLOB_FORMAT_AES256GCM_64K) throw new DecryptError('unsupported_version', `attachment format ${header[0]} is not supported`)
-    this.key = payloadKey(this.p, this.dek, header.slice(1))
+    this.key = payloadKey(this.p, this.dek, headerSalt(this.queue.take(BLOB_HEADER_BYTES)))
   }
 
   /** The plaintext segments `chunk` completes (a segment is held back until more bytes show it is not the last). */
@@ -170,7 +142,7 @@ export class BlobOpener {
     if (!this.key && queue.length >= BLOB_HEADER_BYTES) this.readHeader()
     while (this.key && queue.length > CIPHER_SEGMENT_BYTES) {
       const pt = this.p.aes256gcmOpen(this.key, segmentNonce(this.index, false), queue.take(CIPHER_SEGMENT_BYTES, this.gather), EMPTY)
-      if (!pt) throw new DecryptError('authentication_failed', `attachment segment ${this.index} does not authenticate: wrong key or changed bytes`)
+      if (!pt) throw segmentFails(this.index)
       this.index++
       out.push(pt)
     }
@@ -181,19 +153,17 @@ export class BlobOpener {
   finish(): Uint8Array {
     const { p, queue } = this
     if (!this.key) {
-      if (queue.length < BLOB_HEADER_BYTES) throw new DecryptError('truncated', 'the attachment is shorter than its header')
+      if (queue.length < BLOB_HEADER_BYTES) throw shorterThanHeader()
       this.readHeader()
     }
     const key = this.key!
     const rest = queue.take(queue.length)
-    if (rest.length < BLOB_TAG_BYTES) throw new DecryptError('truncated', 'the attachment ends inside a segment')
+    if (rest.length < BLOB_TAG_BYTES) throw endsInsideSegment()
     if (rest.length === BLOB_TAG_BYTES && this.index > 0) throw new DecryptError('truncated', 'an empty last segment after full ones')
     const pt = p.aes256gcmOpen(key, segmentNonce(this.index, true), rest, EMPTY)
     if (!pt) {
       const cut = rest.length === CIPHER_SEGMENT_BYTES && p.aes256gcmOpen(key, segmentNonce(this.index, false), rest, EMPTY)
-      throw cut
-        ? new DecryptError('truncated', 'the attachment was cut short at a segment boundary')
-        : new DecryptError('authentication_failed', `attachment segment ${this.index} does not authenticate: wrong key or changed bytes`)
+      throw cut ? cutAtSegmentBoundary() : segmentFails(this.index)
     }
     return pt
   }

@@ -19,7 +19,7 @@ const native = bindEncryption(nativePrimitives)
 const consoleKeys = generateKeyPair()
 const peer = generateKeyPair()
 const identity = await identityFromFile(encodeKeyFile(consoleKeys))
-const streamOf = (bytes: Uint8Array) => new Blob([bytes as Uint8Array<ArrayBuffer>]).stream()
+const blobOf = (bytes: Uint8Array) => new Blob([bytes as Uint8Array<ArrayBuffer>])
 
 describe('console encryption layer', () => {
   test('the X25519 half is kept non-extractable, for deriveBits only', () => {
@@ -49,14 +49,17 @@ describe('console encryption layer', () => {
       const received = { sender_key: consoleKeys.publicKey, recipient_key: peer.publicKey, content_type: wire.content_type, body: wire.body, attachments: [attachment] }
       expect(native.openMessage(peer, received).encryption.sender_verified).toBe(true)
       const { dek } = native.unwrapDek(peer, consoleKeys.publicKey, attachment, version)
-      expect(await native.decryptBlob(dek, new Uint8Array(await file.ciphertext.arrayBuffer()))).toEqual(plain)
+      const stored = new Uint8Array(await file.ciphertext.arrayBuffer())
+      expect(await native.decryptBlob(dek, stored)).toEqual(plain)
+      // what the upload signs
+      expect(file.sha256).toEqual(new Uint8Array(await crypto.subtle.digest('SHA-256', stored)))
 
       const theirDek = native.newDek()
       const wrapped = native.wrapDek({ version, dek: theirDek, sender: peer, recipientKey: consoleKeys.publicKey })
       const sealed = native.sealMessage({ version, sender: peer, recipientKey: consoleKeys.publicKey, body: 'file', attachments: [wrapped] })
       const m = await openForDisplay(identity, { sender_key: peer.publicKey, recipient_key: consoleKeys.publicKey, ...sealed, attachments: [{ encrypted: true, ...wrapped }] })
       expect(m.lock.error).toBeUndefined()
-      const blob = await decryptAttachment(identity, m, wrapped, streamOf(await native.encryptBlob(theirDek, plain)))
+      const blob = await decryptAttachment(identity, m, wrapped, blobOf(await native.encryptBlob(theirDek, plain)))
       expect(new Uint8Array(await blob.arrayBuffer())).toEqual(plain)
     })
   }
@@ -88,6 +91,6 @@ describe('console encryption layer', () => {
     const stored = await native.encryptBlob(dek, new Uint8Array(100_000))
     stored[50_000]! ^= 1
     const m = { sender_key: peer.publicKey, lock: { version: 3 } }
-    await expect(decryptAttachment(identity, m, wrapped, streamOf(stored))).rejects.toMatchObject({ reason: 'authentication_failed' })
+    await expect(decryptAttachment(identity, m, wrapped, blobOf(stored))).rejects.toMatchObject({ reason: 'authentication_failed' })
   })
 })

@@ -11,7 +11,7 @@
  * test-artifacts/console-e2e/ (UPDATE_SCREENSHOTS=1 also refreshes docs/img/console-encrypted*.png).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
@@ -19,11 +19,12 @@ import { RelayClient } from '../../src/client/index.ts'
 import { ENCRYPTED_CONTENT_TYPE } from '../../src/crypto/index.ts'
 import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
+import { chromiumPath, openConsole } from '../support/console-browser.ts'
 import { requireProgram } from '../support/requires.ts'
+import { filesUnder } from '../support/disk.ts'
 import { until } from '../support/ws.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const hasChromium = requireProgram('chromium', existsSync(CHROMIUM) ? CHROMIUM : null, 'the console encryption browser test')
+const hasChromium = requireProgram('chromium', chromiumPath(), 'the console encryption browser test')
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console-e2e')
 const DOC_SHOTS: Record<string, string> = { 'inbox-encrypted': 'console-encrypted-inbox.png', 'relay-sees': 'console-relay-sees.png' }
 
@@ -31,22 +32,16 @@ const DOC_SHOTS: Record<string, string> = { 'inbox-encrypted': 'console-encrypte
 const MARK = {
   consoleBody: 'console-body-7f3a91c2',
   consoleFile: 'console-file-5be0d4a8',
+  consoleFileName: 'plan-name-3c9d01ee',
   consoleV2Body: 'console-v2-body-c81e22f0',
   clientBody: 'client-body-0d9c6b17',
   clientFile: 'client-file-a4f27e35',
   clientV2Body: 'client-v2-body-9e1b5c60',
   consoleToCli: 'console-to-cli-31d7e8a2',
   consoleToCliFile: 'console-to-cli-file-6f02b9d4',
+  consoleToCliFileName: 'for-dave-name-e41a7c09',
   cliToConsole: 'cli-to-console-b7c4015e',
   cliToConsoleFile: 'cli-to-console-file-28ae93f1',
-}
-
-/** Every file under `dir`, recursively. */
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name)
-    return statSync(path).isDirectory() ? filesUnder(path) : [path]
-  })
 }
 
 let dir: string
@@ -66,45 +61,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-
-/** Chromium with a fresh profile, the console open on `keys` (imported from its key file). */
-async function openConsole(keys: ReturnType<typeof generateKeyPair>) {
-  const { chromium } = await import('playwright-core')
-  const profileDir = mkdtempSync(join(tmpdir(), 'relay-console-e2e-chromium-'))
-  const context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1100, height: 800 },
-    acceptDownloads: true,
-  })
-  const page = context.pages()[0] ?? (await context.newPage())
-  await page.goto(`${relay.url}/console`)
-  await page.getByLabel('…or paste its content').fill(encodeKeyFile(keys))
-  await page.getByRole('button', { name: 'Import' }).click()
-  await page.getByText('live', { exact: true }).waitFor()
-  return { page, close: async () => (await context.close(), rmSync(profileDir, { recursive: true, force: true })) }
-}
-
 describe('/console end-to-end encryption', () => {
   test.skipIf(!hasChromium)(
     'console ⇄ client encrypted both ways (v3 and v2, attachments included), failures with their reason, plaintext on request, a key stored without its X25519 half',
     async () => {
       expect(existsSync(BINARY)).toBe(true)
-      const { chromium } = await import('playwright-core')
       mkdirSync(ARTIFACTS, { recursive: true })
-      const profileDir = mkdtempSync(join(tmpdir(), 'relay-console-e2e-chromium-'))
-      const context = await chromium.launchPersistentContext(profileDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-        viewport: { width: 1100, height: 800 },
-        acceptDownloads: true,
-      })
-      const errors: string[] = []
+      // the console's key, imported from its file; two agents the test drives with the client
+      const consoleKeys = generateKeyPair()
+      const { page, errors, close } = await openConsole(relay.url, consoleKeys)
       try {
-        const page = context.pages()[0] ?? (await context.newPage())
-        page.on('pageerror', (e) => errors.push(String(e)))
         page.on('dialog', (d) => void d.accept())
         const shot = (name: string, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage })
         const card = (id: string) => page.locator(`article[data-message-id="${id}"]`)
@@ -115,19 +81,12 @@ describe('/console end-to-end encryption', () => {
           return { name: d.suggestedFilename(), text: await Bun.file((await d.path()) as string).text() }
         }
 
-        // the console's key, imported from its file; two agents the test drives with the client
-        const consoleKeys = generateKeyPair()
         const bob = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
         const carol = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
         await bob.updateProfile({ display_name: 'bob' })
         await bob.declareEncryption()
         await carol.updateProfile({ display_name: 'carol (v2 only)', metadata: { encryption: { versions: [2] } } })
 
-        await page.goto(`${relay.url}/console`)
-        await page.getByLabel('…or paste its content').fill(encodeKeyFile(consoleKeys))
-        await page.getByRole('button', { name: 'Import' }).click()
-        await page.locator('#public-key').waitFor()
-        await page.getByText('live', { exact: true }).waitFor()
         // the stored record: both halves non-extractable
         const stored = await page.evaluate(async () => {
           const { indexedDB } = globalThis as any
@@ -151,14 +110,16 @@ describe('/console end-to-end encryption', () => {
         await page.getByLabel('Recipient public key').dispatchEvent('change')
         await page.locator('#encryption-note', { hasText: 'End-to-end encrypted (v3)' }).waitFor({ timeout: 5000 })
         await page.getByLabel('Body', { exact: true }).fill(`hello bob ${MARK.consoleBody}`)
-        await page.getByLabel('Attachments').setInputFiles({ name: 'plan.txt', mimeType: 'text/plain', buffer: Buffer.from(`the plan ${MARK.consoleFile}\n`.repeat(5000)) })
+        await page.getByLabel('Attachments').setInputFiles({ name: `${MARK.consoleFileName}.txt`, mimeType: 'text/plain', buffer: Buffer.from(`the plan ${MARK.consoleFile}\n`.repeat(5000)) })
         await page.getByRole('button', { name: 'Send', exact: true }).click()
         const toBob = (await page.locator('.sent-id').textContent({ timeout: 15_000 })) as string
         expect(await page.locator('.sent-how').textContent()).toBe('(end-to-end encrypted, v3)')
         await shot('send-encrypted')
         const atBob = await until(async () => (await Bun.sleep(50), await bob.poll()).messages.find((m) => m.message_id === toBob) ?? null, 10_000, 'the message at bob')
         expect(atBob).toMatchObject({ content_type: 'text/plain', body: `hello bob ${MARK.consoleBody}`, encryption: { version: 3, sender_verified: true } })
-        expect(atBob.attachments?.[0]).toMatchObject({ filename: 'plan.txt', encrypted: true })
+        // the relay's record of an encrypted attachment has no file name: it would be in the clear
+        expect(atBob.attachments?.[0]).toMatchObject({ encrypted: true })
+        expect(Object.keys(atBob.attachments![0]!)).not.toContain('filename')
         const bobFile = await new Response(await bob.downloadDecrypted(atBob, atBob.attachments![0])).text()
         expect(bobFile).toBe(`the plan ${MARK.consoleFile}\n`.repeat(5000))
 
@@ -232,7 +193,8 @@ describe('/console end-to-end encryption', () => {
         await row(fromBob.message_id).waitFor()
         expect(await row(toBob).getAttribute('class')).toBe('sealed')
         expect(await row(toBob).locator('.body-cell').textContent()).toContain('ciphertext')
-        expect(await row(toBob).textContent()).toContain('plan.txt')
+        expect(await row(toBob).textContent()).toContain(atBob.attachments![0]!.blob_id)
+        expect(await row(toBob).textContent()).not.toContain(MARK.consoleFileName)
         expect(await row(toBob).textContent()).not.toContain(MARK.consoleBody)
         expect(await row(fromBob.message_id).textContent()).not.toContain(MARK.clientBody)
         const plainRow = page.locator('tr.plain')
@@ -242,6 +204,10 @@ describe('/console end-to-end encryption', () => {
         // the stored envelope of the newest message, opened: ciphertext
         await row(fromBob.message_id).locator('details').evaluate((d: any) => (d.open = true))
         expect(await row(fromBob.message_id).locator('pre.stored').textContent()).toContain('"ct"')
+        await row(toBob).locator('details').evaluate((d: any) => (d.open = true))
+        const storedToBob = JSON.parse((await row(toBob).locator('pre.stored').textContent()) as string)
+        expect(storedToBob.attachments).toEqual([expect.objectContaining({ blob_id: atBob.attachments![0]!.blob_id, encrypted: true })])
+        expect(Object.keys(storedToBob.attachments[0])).not.toContain('filename')
 
         // 7. a key stored before the console encrypted (no X25519 half): it says why, until re-imported
         await page.evaluate(async () => {
@@ -279,8 +245,7 @@ describe('/console end-to-end encryption', () => {
         if (process.env.UPDATE_SCREENSHOTS === '1') for (const [name, file] of Object.entries(DOC_SHOTS)) copyFileSync(join(ARTIFACTS, `${name}.png`), join(ROOT, 'docs', 'img', file))
         expect(errors).toEqual([])
       } finally {
-        await context.close()
-        rmSync(profileDir, { recursive: true, force: true })
+        await close()
       }
 
     },
@@ -296,20 +261,21 @@ describe('/console end-to-end encryption', () => {
       const cliKey = (await runCli(['keygen', '--out', 'dave.key'], { cwd: cliDir })).stdout.trim()
       const dave = (args: string[]) => runCli([...args, '--relay', relay.url, '--key', 'dave.key'], { cwd: cliDir })
       expect((await dave(['profile', 'set', '--encryption', 'accept'])).code).toBe(0)
-      const { page, close } = await openConsole(consoleKeys)
+      const { page, close } = await openConsole(relay.url, consoleKeys)
       try {
         // console → CLI
         await page.getByRole('link', { name: 'Send' }).click()
         await page.getByLabel('Recipient public key').fill(cliKey)
         await page.getByLabel('Body', { exact: true }).fill(`for dave ${MARK.consoleToCli}`)
-        await page.getByLabel('Attachments').setInputFiles({ name: 'for-dave.txt', mimeType: 'text/plain', buffer: Buffer.from(`file for dave ${MARK.consoleToCliFile}\n`) })
+        await page.getByLabel('Attachments').setInputFiles({ name: `${MARK.consoleToCliFileName}.txt`, mimeType: 'text/plain', buffer: Buffer.from(`file for dave ${MARK.consoleToCliFile}\n`) })
         await page.getByRole('button', { name: 'Send', exact: true }).click()
         await expect(page.locator('.sent-how').textContent({ timeout: 15_000 })).resolves.toBe('(end-to-end encrypted, v3)')
         const polled = await dave(['poll', '--json'])
         expect(polled.code).toBe(0)
         const [atDave] = JSON.parse(polled.stdout).messages
         expect(atDave).toMatchObject({ sender_key: consoleKeys.publicKey, body: `for dave ${MARK.consoleToCli}`, encryption: { version: 3, sender_verified: true } })
-        expect(atDave.attachments[0]).toMatchObject({ encrypted: true, filename: 'for-dave.txt' })
+        expect(atDave.attachments[0]).toMatchObject({ encrypted: true })
+        expect(Object.keys(atDave.attachments[0])).not.toContain('filename')
         const got = await dave(['download', atDave.attachments[0].blob_id, '--message', atDave.message_id, '-o', 'got.txt'])
         expect([got.code, got.stderr]).toEqual([0, ''])
         expect(readFileSync(join(cliDir, 'got.txt'), 'utf8')).toBe(`file for dave ${MARK.consoleToCliFile}\n`)

@@ -47,9 +47,13 @@ export function blobFileOf(dataDir: string, hash: string): string {
   return file
 }
 
-/** Expects files under `dir` (at least one) and that none of them holds `marker`; names the file that does. */
-export function expectNoMarkerUnder(dir: string, marker: string): void {
-  const files = filesUnder(dir)
+/** Expects files (at least one) and that none of them holds `marker`; names the file that does. */
+export function expectNoMarkerIn(files: string[], marker: string): void {
   expect(files.length).toBeGreaterThan(0)
   for (const file of files) expect({ file, found: fileContains(file, marker) }).toEqual({ file, found: false })
+}
+
+/** `expectNoMarkerIn` for every file under `dir`. */
+export function expectNoMarkerUnder(dir: string, marker: string): void {
+  expectNoMarkerIn(filesUnder(dir), marker)
 }

@@ -4,7 +4,7 @@
  * Uploads go through XMLHttpRequest for its upload progress events; the WebSocket authenticates with
  * its first frame (docs/protocol.md §8).
  */
-import { bodyHash, signText, type Identity } from './keys.ts'
+import { b64url, bodyHash, signText, type Identity } from './keys.ts'
 
 export class ApiError extends Error {
   constructor(
@@ -26,9 +26,13 @@ function timestamp(): string {
 
 const EMPTY = new Uint8Array(0)
 
-async function signedHeaders(id: Identity, method: string, target: string, body: Uint8Array<ArrayBuffer> | ArrayBuffer): Promise<Record<string, string>> {
+async function signedHeaders(id: Identity, method: string, target: string, body: Uint8Array<ArrayBuffer>): Promise<Record<string, string>> {
+  return headersForHash(id, method, target, await bodyHash(body))
+}
+
+/** The three X-M2M-* headers for a body whose SHA-256 (base64url) is `hash`. */
+async function headersForHash(id: Identity, method: string, target: string, hash: string): Promise<Record<string, string>> {
   const ts = timestamp()
-  const hash = await bodyHash(body)
   return {
     'X-M2M-Public-Key': id.publicKey,
     'X-M2M-Timestamp': ts,
@@ -67,10 +71,13 @@ export async function call<T = any>(id: Identity, method: string, target: string
   return res.status === 204 ? (null as T) : ((await res.json()) as T)
 }
 
-/** Uploads a file (or the ciphertext of one) as a blob; `progress(sent, total)` follows the bytes as they leave. */
-export async function upload(id: Identity, file: Blob, progress: (sent: number, total: number) => void): Promise<any> {
-  const bytes = await file.arrayBuffer()
-  const headers = await signedHeaders(id, 'POST', '/v1/blobs', bytes)
+/**
+ * Uploads a file (or the ciphertext of one) as a blob, given its SHA-256 (which the signature covers; the
+ * caller hashes it in blocks, so the bytes never sit whole in the page); `progress(sent, total)`
+ * follows the bytes as they leave.
+ */
+export async function upload(id: Identity, file: Blob, sha256: Uint8Array, progress: (sent: number, total: number) => void): Promise<any> {
+  const headers = await headersForHash(id, 'POST', '/v1/blobs', b64url(sha256))
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest()
     xhr.open('POST', '/v1/blobs')
@@ -89,21 +96,21 @@ export async function upload(id: Identity, file: Blob, progress: (sent: number, 
       reject(new ApiError(xhr.status, err?.code ?? 'http_error', err?.message ?? `HTTP ${xhr.status}`, err?.details ?? null))
     })
     xhr.addEventListener('error', () => reject(new ApiError(0, 'network_error', 'The upload did not reach the relay')))
-    xhr.send(bytes)
+    xhr.send(file)
   })
 }
 
-/** A blob's bytes by a signed GET, as they arrive; rejects with ApiError. */
-export async function fetchBlob(id: Identity, blobId: string): Promise<ReadableStream<Uint8Array>> {
+/** A blob's bytes by a signed GET, kept by the browser's blob storage (not the page's heap); rejects with ApiError. */
+export async function fetchBlob(id: Identity, blobId: string): Promise<Blob> {
   const target = `/v1/blobs/${encodeURIComponent(blobId)}`
   const res = await fetch(target, { headers: await signedHeaders(id, 'GET', target, EMPTY), cache: 'no-store' })
   if (!res.ok) throw await failure(res)
-  return res.body ?? new Blob([]).stream()
+  return res.blob()
 }
 
 /** Downloads a blob with a signed GET and hands it to the browser as a file. */
 export async function download(id: Identity, blobId: string, filename: string): Promise<void> {
-  saveFile(await new Response(await fetchBlob(id, blobId)).blob(), filename || blobId)
+  saveFile(await fetchBlob(id, blobId), filename || blobId)
 }
 
 /** Hands bytes to the browser as a downloaded file. */

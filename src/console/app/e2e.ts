@@ -1,9 +1,10 @@
 /**
  * End-to-end encryption in the browser (docs/protocol.md §14; docs/console.md
- * explains the choices): the formats of src/crypto, run on the pure primitives (@noble, bundled here),
- * with the two operations that need this agent's private key done by WebCrypto on the non-extractable
- * keys of keys.ts — X25519 deriveBits for every Diffie-Hellman with our static key, Ed25519 sign for
- * the signature inside a v3 message.
+ * explains the choices): the message and key-wrapping formats of src/crypto, run on the pure primitives
+ * (@noble, bundled here), with the two operations that need this agent's private key done by WebCrypto
+ * on the non-extractable keys of keys.ts — X25519 deriveBits for every Diffie-Hellman with our static
+ * key, Ed25519 sign for the signature inside a v3 message. Attachment bytes go through WebCrypto's
+ * AES-256-GCM (attachment-cipher.ts).
  *
  * The format code is synchronous and asks for a seed; WebCrypto is asynchronous and never shows the key.
  * So the format code is handed a stand-in seed that only the primitives below recognise: when it asks
@@ -18,6 +19,7 @@ import { fromBase64Url } from '../../crypto/bytes.ts'
 import type { CryptoPrimitives } from '../../crypto/primitives.ts'
 import { purePrimitives } from '../../crypto/pure.ts'
 import { ApiError, call } from './api.ts'
+import { openFile, sealFile } from './attachment-cipher.ts'
 import type { Identity } from './keys.ts'
 
 export { ENCRYPTED_CONTENT_TYPE, isEncryptedMessage }
@@ -186,36 +188,39 @@ export async function sealForSend(id: Identity, message: Record<string, any>, ve
   return { ...message, content_type: sealed.content_type, body: sealed.body }
 }
 
-/** A file encrypted for `recipientKey` under a fresh key, and that key wrapped for the attachment entry. */
-export async function encryptFile(id: Identity, file: Blob, recipientKey: string, version: EncryptionVersion): Promise<{ ciphertext: Blob; dek_enc: string; dek_ct: string }> {
+/**
+ * A file encrypted for `recipientKey` under a fresh key (on WebCrypto, attachment-cipher.ts), with the
+ * SHA-256 its upload signs and that key wrapped for the attachment entry; `progress` gets plaintext bytes.
+ */
+export async function encryptFile(
+  id: Identity,
+  file: Blob,
+  recipientKey: string,
+  version: EncryptionVersion,
+  progress?: (plainBytes: number) => void,
+): Promise<{ ciphertext: Blob; sha256: Uint8Array; dek_enc: string; dek_ct: string }> {
   if (!id.agreementKey) throw new Error(NO_AGREEMENT_KEY)
-  const e2e = bindEncryption(purePrimitives)
-  const dek = e2e.newDek()
-  const wrapped = await withKey(id, [version === 2 ? xKey(recipientKey) : null], (keyed, me) => keyed.wrapDek({ version, dek, sender: me, recipientKey }))
-  const ciphertext = await new Response(e2e.encryptBlobStream(dek, file.stream())).blob()
-  dek.fill(0)
-  return { ciphertext, ...wrapped }
+  const dek = bindEncryption(purePrimitives).newDek()
+  try {
+    const wrapped = await withKey(id, [version === 2 ? xKey(recipientKey) : null], (keyed, me) => keyed.wrapDek({ version, dek, sender: me, recipientKey }))
+    const sealed = await sealFile(dek, file, progress)
+    return { ciphertext: sealed.body, sha256: sealed.sha256, ...wrapped }
+  } finally {
+    dek.fill(0)
+  }
 }
 
-/** The plaintext of an encrypted attachment of `m`, decrypted as it downloads; rejects with DecryptError. */
-export async function decryptAttachment(id: Identity, m: any, attachment: { dek_enc?: string; dek_ct?: string }, ciphertext: ReadableStream<Uint8Array>): Promise<Blob> {
+/** The plaintext of an encrypted attachment of `m` (its stored bytes in `ciphertext`); rejects with DecryptError. */
+export async function decryptAttachment(id: Identity, m: any, attachment: { dek_enc?: string; dek_ct?: string }, ciphertext: Blob): Promise<Blob> {
   if (!id.agreementKey) throw new DecryptError('bad_key', NO_AGREEMENT_KEY)
   const enc = attachment.dek_enc ? fromBase64Url(attachment.dek_enc) : null
   const prefer: EncryptionVersion = m.lock?.version === 2 || m.envelope?.body?.v === 2 ? 2 : 3
   const { dek } = await withKey(id, [enc && enc.length === 32 ? enc : null, xKey(m.sender_key)], (e2e, me) => e2e.unwrapDek(me, m.sender_key, attachment, prefer))
-  // read by hand: a Response over the stream would turn the DecryptError into a bare TypeError
-  const reader = bindEncryption(purePrimitives).decryptBlobStream(dek, ciphertext).getReader()
-  const parts: Uint8Array<ArrayBuffer>[] = []
   try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      parts.push(value as Uint8Array<ArrayBuffer>)
-    }
+    return await openFile(dek, ciphertext)
   } finally {
     dek.fill(0)
   }
-  return new Blob(parts)
 }
 
 const DECLARATION_TTL_MS = 5 * 60_000

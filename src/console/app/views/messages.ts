@@ -1,5 +1,6 @@
 /** Inbox (live over the WebSocket, with ack), threads, sending with attachments, message status. */
 import { ApiError, call, download, fetchBlob, saveFile, upload, withQuery } from '../api.ts'
+import { sha256OfBlob } from '../blob-io.ts'
 import { attempt, type Ctx, type View } from '../context.ts'
 import { KEY_PATTERN, field, fill, h, lockIcon, when } from '../dom.ts'
 import { decryptAttachment, encryptFile, forgetDeclaration, NO_AGREEMENT_KEY, openForDisplay, sealForSend, versionFor, type Lock } from '../e2e.ts'
@@ -232,20 +233,31 @@ export const sendView: View = (ctx, root, arg) => {
       fill(progress)
       for (const file of Array.from(files.files ?? [])) {
         const bar = h('progress', { max: file.size || 1, value: 0, 'aria-label': `Uploading ${file.name}` })
-        const pct = h('span', {}, version ? 'encrypting…' : '0 %')
+        const pct = h('span', { class: 'upload-state' }, version ? 'encrypting…' : 'reading…')
         progress.appendChild(h('div', { class: 'upload' }, h('span', {}, file.name), bar, pct))
-        const sealed = version ? await attempt(ctx, `Encrypting ${file.name}`, () => encryptFile(ctx.id, file, recipient, version)) : null
-        if (version && !sealed) return
+        // the signature covers the SHA-256 of what is uploaded: the file is read (and encrypted) once before it leaves
+        const step = (doing: string) => (done: number) => {
+          bar.value = done
+          pct.textContent = `${doing} ${Math.floor((done / (file.size || 1)) * 100)} %`
+        }
+        const prepared = await attempt(ctx, `${version ? 'Encrypting' : 'Reading'} ${file.name}`, async () => {
+          if (!version) return { body: file as Blob, sha256: await sha256OfBlob(file, step('reading')), sealed: null }
+          const sealed = await encryptFile(ctx.id, file, recipient, version, step('encrypting'))
+          return { body: sealed.ciphertext, sha256: sealed.sha256, sealed }
+        })
+        if (!prepared) return
+        const { sealed } = prepared
         const blob = await attempt(ctx, `Uploading ${file.name}`, () =>
-          upload(ctx.id, sealed ? sealed.ciphertext : file, (sent, total) => {
+          upload(ctx.id, prepared.body, prepared.sha256, (sent, total) => {
             bar.max = total || 1
             bar.value = sent
-            pct.textContent = `${Math.round((sent / (total || 1)) * 100)} %`
+            pct.textContent = `uploading ${Math.floor((sent / (total || 1)) * 100)} %`
           }),
         )
         if (!blob) return
         pct.textContent = `done: ${blob.blob_id}${sealed ? ' (encrypted)' : ''}`
-        attachments.push(sealed ? { blob_id: blob.blob_id, filename: file.name, encrypted: true, dek_enc: sealed.dek_enc, dek_ct: sealed.dek_ct } : { blob_id: blob.blob_id, filename: file.name })
+        // an encrypted attachment goes without its name: the relay would see it in the clear (docs/protocol.md §14.5)
+        attachments.push(sealed ? { blob_id: blob.blob_id, encrypted: true, dek_enc: sealed.dek_enc, dek_ct: sealed.dek_ct } : { blob_id: blob.blob_id, filename: file.name })
       }
       const message: Record<string, unknown> = { recipient_key: recipient, content_type: kind.value === 'json' ? 'application/json' : 'text/plain' }
       if (parsedBody !== undefined) message.body = parsedBody
@@ -298,7 +310,7 @@ export const sendView: View = (ctx, root, arg) => {
       field('Recipient public key', to),
       field('Body format', kind),
       field('Body', body, 'Text is sent as a JSON string with content type text/plain; JSON as the value itself.'),
-      field('Attachments', files, 'Each file is uploaded as a blob first, then attached; encrypted in this browser first when the message is.'),
+      field('Attachments', files, 'Each file is uploaded as a blob first, then attached; when the message is encrypted, encrypted in this browser first and sent without its name (the relay would see it).'),
       progress,
       h('div', { class: 'field check' }, plain, h('label', { for: 'send-plain' }, 'Send in plaintext (no end-to-end encryption)')),
       encryption,

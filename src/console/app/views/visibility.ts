@@ -34,7 +34,7 @@ export const visibilityView: View = async (ctx, root) => {
     h(
       'ul',
       { class: 'visibility-legend' },
-      h('li', {}, h('strong', {}, 'Visible: '), 'sender, recipient, created and expiry times, delivery status, thread and reply ids, sizes of the body and of each attachment, attachment file names and types as sent.'),
+      h('li', {}, h('strong', {}, 'Visible: '), 'sender, recipient, created and expiry times, delivery status, thread and reply ids, sizes of the body and of each attachment, the file names of plaintext attachments (the relay’s clients send none with an encrypted one).'),
       h('li', {}, h('strong', {}, 'Not visible when encrypted: '), 'the body and its real content type, the attachments’ bytes. Padding (v3) blurs the body’s length.'),
     ),
     table,
