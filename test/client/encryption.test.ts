@@ -85,7 +85,7 @@ describe('encrypted-only inboxes', () => {
     expect((await bob.getMessage(ok.message_id)).body).toBe('sealed')
   })
 
-  test('a private agent that requires encryption: the sender cannot read the declaration, is refused, and sends again encrypted', async () => {
+  test('a private agent that requires encryption: a send that asks for nothing arrives encrypted, its sender verified', async () => {
     const alice = t.client()
     const dave = t.client()
     await dave.updateProfile({ visibility: 'private' })
