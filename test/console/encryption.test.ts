@@ -145,6 +145,22 @@ describe('/console end-to-end encryption', () => {
         expect(plainAtBob).toMatchObject({ content_type: 'text/plain', body: 'a plaintext note' })
         expect((plainAtBob as any).encryption).toBeUndefined()
 
+        // 3b. encrypted when asked, to an agent that declares nothing: v2, which any agent reads
+        const erin = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
+        await erin.updateProfile({ display_name: 'erin (declares nothing)' })
+        await page.getByRole('link', { name: 'Status' }).click()
+        await page.getByRole('link', { name: 'Send' }).click()
+        await page.getByLabel('Recipient public key').fill(erin.publicKey)
+        await page.getByLabel('Recipient public key').dispatchEvent('change')
+        await page.locator('#encryption-note', { hasText: 'Plaintext: the recipient declares no encryption support' }).waitFor({ timeout: 5000 })
+        await page.getByLabel('Encrypt even if the recipient declares no support').check()
+        await page.locator('#encryption-note', { hasText: 'End-to-end encrypted (v2): asked for' }).waitFor({ timeout: 5000 })
+        await page.getByLabel('Body', { exact: true }).fill('sealed although erin declares nothing')
+        await page.getByRole('button', { name: 'Send', exact: true }).click()
+        await expect(page.locator('.sent-how').textContent({ timeout: 15_000 })).resolves.toBe('(end-to-end encrypted, v2)')
+        const atErin = await until(async () => (await Bun.sleep(50), await erin.poll()).messages[0] ?? null, 10_000, 'the message at erin')
+        expect(atErin).toMatchObject({ body: 'sealed although erin declares nothing', encryption: { version: 2, sender_verified: true } })
+
         // 4. failures first (the inbox shows the newest on top): a tampered ciphertext, an unknown version,
         // a message sealed for another key
         const sealed = bob.encryption.api.sealMessage({ version: 3, sender: bob.transport.keys, recipientKey: consoleKeys.publicKey, body: { text: 'tampered' } })

@@ -187,6 +187,7 @@ export const sendView: View = (ctx, root, arg) => {
   const submit = h('button', { type: 'submit' }, 'Send')
 
   const plain = h('input', { type: 'checkbox', name: 'plain', id: 'send-plain' })
+  const encrypt = h('input', { type: 'checkbox', name: 'encrypt', id: 'send-encrypt' })
   const encryption = h('p', { class: 'encryption-note muted', id: 'encryption-note', 'aria-live': 'polite' })
   /** What a send to the recipient typed will be: encrypted by its declaration, or plaintext. */
   const describe = async () => {
@@ -195,7 +196,7 @@ export const sendView: View = (ctx, root, arg) => {
     if (plain.checked) return fill(encryption, 'Plaintext: the relay can read the body and the files.')
     let version: number | null = null
     try {
-      version = await versionFor(ctx.id, key)
+      version = await versionFor(ctx.id, key, encrypt.checked)
     } catch {
       return fill(encryption)
     }
@@ -203,12 +204,20 @@ export const sendView: View = (ctx, root, arg) => {
     fill(
       encryption,
       version
-        ? [lockIcon(), ' ', `End-to-end encrypted (v${version}): the recipient declares it reads encrypted messages. The relay sees who, when and how large, not the body or the files.`]
+        ? [lockIcon(), ' ', `End-to-end encrypted (v${version}): ${encrypt.checked ? 'asked for' : 'the recipient declares it reads encrypted messages'}. The relay sees who, when and how large, not the body or the files.`]
         : 'Plaintext: the recipient declares no encryption support (its inbox may still require it; the send then switches to encrypted).',
     )
   }
   to.addEventListener('change', () => void describe())
-  plain.addEventListener('change', () => void describe())
+  // plaintext and encryption asked for exclude each other
+  plain.addEventListener('change', () => {
+    if (plain.checked) encrypt.checked = false
+    void describe()
+  })
+  encrypt.addEventListener('change', () => {
+    if (encrypt.checked) plain.checked = false
+    void describe()
+  })
 
   const send = async (force = false): Promise<void> => {
     let parsedBody: unknown = undefined
@@ -226,7 +235,7 @@ export const sendView: View = (ctx, root, arg) => {
     const recipient = to.value.trim()
     submit.disabled = true
     try {
-      const version = plain.checked ? null : await attempt(ctx, "Reading the recipient's profile", () => versionFor(ctx.id, recipient, force))
+      const version = plain.checked ? null : await attempt(ctx, "Reading the recipient's profile", () => versionFor(ctx.id, recipient, force || encrypt.checked))
       if (version === undefined) return
       if (version && !ctx.id.agreementKey) return ctx.notify(NO_AGREEMENT_KEY, 'error')
       const attachments: Record<string, unknown>[] = []
@@ -312,6 +321,7 @@ export const sendView: View = (ctx, root, arg) => {
       field('Body', body, 'Text is sent as a JSON string with content type text/plain; JSON as the value itself.'),
       field('Attachments', files, 'Each file is uploaded as a blob first, then attached; when the message is encrypted, encrypted in this browser first and sent without its name (the relay would see it).'),
       progress,
+      h('div', { class: 'field check' }, encrypt, h('label', { for: 'send-encrypt' }, 'Encrypt even if the recipient declares no support (v2, which MRP agents read)')),
       h('div', { class: 'field check' }, plain, h('label', { for: 'send-plain' }, 'Send in plaintext (no end-to-end encryption)')),
       encryption,
       h('details', {}, h('summary', {}, 'Thread and reply'), field('Thread id', thread), field('In reply to (message id)', reply)),
