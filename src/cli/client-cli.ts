@@ -5,7 +5,7 @@
  */
 import { readFileSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { RelayApiError, RelayClient, decodeKeyFile, type KeyPair } from '../client/index.ts'
+import { DecryptError, RelayApiError, RelayClient, decodeKeyFile, type KeyPair } from '../client/index.ts'
 import { relayPathHint } from '../client/transport.ts'
 import { UsageError, parseArgs } from './args.ts'
 import type { CommandContext, CommandSpec, FlagSpec } from './commands/command.ts'
@@ -86,6 +86,8 @@ function formatError(err: unknown, relayUrl: string | undefined): string {
     if (hint) line += `  hint: ${hint}\n`
     return line
   }
+  // the reason is what a script or a person acts on: tampered, not for this key, unauthenticated…
+  if (err instanceof DecryptError) return errorLine(`decryption failed (${err.reason}): ${err.message}`)
   return errorLine((err as Error)?.message ?? String(err))
 }
 

@@ -3,7 +3,7 @@
  * send a recipient (from the declaration in its profile), sealing a send, and opening what arrives —
  * never throwing for a message that does not open, but marking it with the reason.
  */
-import { bindEncryption, ENCRYPTED_CONTENT_TYPE, readEncryptionDeclaration, type CryptoPrimitives, type Encryption, type EncryptionDeclaration, type EncryptionVersion } from '../crypto/index.ts'
+import { bindEncryption, ENCRYPTED_CONTENT_TYPE, isEncryptedMessage, readEncryptionDeclaration, type CryptoPrimitives, type Encryption, type EncryptionDeclaration, type EncryptionVersion } from '../crypto/index.ts'
 import { nativePrimitives } from '../crypto/native.ts'
 import type { Transport } from './transport.ts'
 import { openReceived } from './webhook-verify.ts'
@@ -90,18 +90,23 @@ export class ClientEncryption {
     }
   }
 
-  /** The message to POST: sealed when `version` is given (a body already encrypted is left alone). */
+  /**
+   * The message to POST: sealed when `version` is given (a body already encrypted is left alone). A
+   * message with no body is sealed too, as a JSON null: the envelope is what proves to the recipient
+   * that its encrypted attachments come from us (docs/protocol.md §14.5).
+   */
   seal(message: SendMessageInput, version: EncryptionVersion): SendMessageInput {
     if (message.content_type === ENCRYPTED_CONTENT_TYPE) return message
     // plaintext attachments stay as given (the relay can read them); v3 signs the encrypted ones
     const encryptedAttachments = (message.attachments ?? []).filter((a) => a.encrypted)
-    if (message.body === undefined || message.body === null) return message
+    const bodyless = message.body === undefined || message.body === null
     const sealed = this.api.sealMessage({
       version,
       sender: this.transport.keys,
       recipientKey: message.recipient_key,
-      contentType: message.content_type ?? 'application/json',
-      body: message.body,
+      // null is JSON; under another type it would come back as the text "null"
+      contentType: bodyless ? 'application/json' : (message.content_type ?? 'application/json'),
+      body: bodyless ? null : message.body,
       attachments: encryptedAttachments.map((a) => ({ dek_enc: a.dek_enc ?? '', dek_ct: a.dek_ct ?? '' })),
     })
     return { ...message, content_type: sealed.content_type, body: sealed.body }
@@ -115,9 +120,16 @@ export class ClientEncryption {
     return openReceived(this.api, this.transport.keys, message)
   }
 
-  /** The data-encryption key of an encrypted attachment of a message we received (or sent to ourselves). */
-  attachmentKey(message: Pick<MessageJson, 'sender_key' | 'body'> & { encryption?: MessageEncryptionJson }, attachment: Pick<AttachmentJson, 'dek_enc' | 'dek_ct'> | AttachmentInput): Uint8Array {
-    const v = message.encryption?.version ?? (message.body as { v?: unknown } | null)?.v
-    return this.api.unwrapDek(this.transport.keys, message.sender_key, attachment, v === 2 ? 2 : 3).dek
+  /**
+   * The data-encryption key of an encrypted attachment of a message we received (or sent to ourselves),
+   * only when the sender is proved to have wrapped it (docs/protocol.md §14.5); otherwise DecryptError,
+   * `unauthenticated` among the reasons. A message whose encrypted body was not opened yet is opened first.
+   */
+  attachmentKey(message: AttachmentMessage, attachment: Pick<AttachmentJson, 'dek_enc' | 'dek_ct'> | AttachmentInput): Uint8Array {
+    const opened = message.encryption || !isEncryptedMessage(message) ? message : this.open(message)
+    return this.api.attachmentKey(this.transport.keys, opened, attachment).dek
   }
 }
+
+/** What deciding whether an attachment may be opened reads of its message. */
+export type AttachmentMessage = Pick<MessageJson, 'sender_key' | 'recipient_key' | 'content_type' | 'body' | 'attachments'> & { encryption?: MessageEncryptionJson }

@@ -8,7 +8,7 @@ import { prepareBlobSource, type BlobSource, type PreparedBlob } from './blob-so
 import { prepareEncryptedUpload } from './encrypted-source.ts'
 import { writeBatchesToFile, writeBlobToFile, type DownloadedFile } from './blob-file.ts'
 import { RelaySocket, listenLoop, type ListenOptions, type SocketOptions } from './socket.ts'
-import { ClientEncryption, type SendEncryptionOptions } from './encryption.ts'
+import { ClientEncryption, type AttachmentMessage, type SendEncryptionOptions } from './encryption.ts'
 import { ENCRYPTED_CONTENT_TYPE, ENCRYPTION_METADATA_KEY, encryptionDeclaration, type BlobOpener, type CryptoPrimitives, type EncryptionVersion } from '../crypto/index.ts'
 import { RelayApiError, Transport, assertRelayAnswer, buildQuery, readJson, type ClientOptions, type Query } from './transport.ts'
 import type {
@@ -56,7 +56,7 @@ export type { DownloadedFile } from './blob-file.ts'
 export { NoWebSocketError, RelaySocket, wsUrl, type ListenOptions, type SocketClosed, type SocketOptions, type WebSocketConstructor, type WebSocketLike } from './socket.ts'
 export { WebhookVerificationError, verifyWebhook, type VerifyWebhookInput } from './webhook-verify.ts'
 export type * from './types.ts'
-export { ClientEncryption, type EncryptChoice, type SendEncryptionOptions } from './encryption.ts'
+export { ClientEncryption, type AttachmentMessage, type EncryptChoice, type SendEncryptionOptions } from './encryption.ts'
 export {
   DecryptError,
   ENCRYPTED_CONTENT_TYPE,
@@ -425,8 +425,11 @@ export class RelayClient {
   /**
    * The plaintext of an encrypted attachment of `message` as a stream, decrypted while it downloads; the
    * stream errors with DecryptError (with a reason) if the bytes were changed, cut or are not for you.
+   * Throws DecryptError `unauthenticated`, before downloading, when nothing proves the sender wrapped its
+   * key: the message's encrypted body did not open, or does not sign it, or — with no encrypted body — the
+   * key is not wrapped in HPKE Auth mode (docs/protocol.md §14.5).
    */
-  async downloadDecrypted(message: Pick<MessageJson, 'sender_key' | 'body'> & { encryption?: ReceivedMessageJson['encryption'] }, attachment: AttachmentJson): Promise<ReadableStream<Uint8Array>> {
+  async downloadDecrypted(message: AttachmentMessage, attachment: AttachmentJson): Promise<ReadableStream<Uint8Array>> {
     const dek = this.encryption.attachmentKey(message, attachment)
     const res = await this.downloadBlob(attachment.blob_id)
     return this.encryption.api.decryptBlobStream(dek, res.body ?? new Blob([]).stream())
@@ -434,7 +437,7 @@ export class RelayClient {
 
   /** downloadDecrypted into `path`, renamed into place only once every segment authenticated. */
   async downloadDecryptedToFile(
-    message: Pick<MessageJson, 'sender_key' | 'body'> & { encryption?: ReceivedMessageJson['encryption'] },
+    message: AttachmentMessage,
     attachment: AttachmentJson,
     path: string,
     opts: { overwrite?: boolean; onProgress?: (receivedBytes: number) => void } = {},

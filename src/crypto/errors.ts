@@ -15,6 +15,8 @@ export type DecryptFailureReason =
   | 'bad_signature'
   /** An attachment's bytes are cut short, too long, or out of order. */
   | 'truncated'
+  /** An attachment whose wrapped key nothing proves the sender made (no signature covers it, no Auth mode). */
+  | 'unauthenticated'
 
 export class DecryptError extends Error {
   constructor(

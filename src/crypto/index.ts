@@ -5,6 +5,7 @@
  * primitives filled in; this module itself imports neither implementation.
  */
 import { BlobOpener, BlobSealer, createBlobDecryptor, createBlobEncryptor, decryptBlob, decryptBlobStream, encryptBlob, encryptBlobStream } from './blob.ts'
+import { unwrapAttachmentKey, type AttachmentContext } from './attachment-key.ts'
 import { newDek, unwrapDek, wrapDek, type WrapKeyInput } from './dek.ts'
 import { openMessage, sealMessage, type AgentKeys, type EncryptedMessageFields, type SealMessageInput } from './message.ts'
 import type { CryptoPrimitives } from './primitives.ts'
@@ -15,6 +16,7 @@ export { DecryptError, type DecryptFailureReason } from './errors.ts'
 export { encryptedBlobSize, decryptedBlobSize, type BlobOpener, type BlobSealer } from './blob.ts'
 export { isEncryptedMessage, parseEncryptedBody, type AgentKeys, type EncryptedBody, type EncryptedMessageFields, type EncryptionFacts, type OpenedMessage, type SealMessageInput, type SealedMessage, type WrappedKeyFields } from './message.ts'
 export type { UnwrappedKey, WrapKeyInput } from './dek.ts'
+export type { AttachmentContext } from './attachment-key.ts'
 export type { CryptoPrimitives } from './primitives.ts'
 export { encryptionDeclaration, readEncryptionDeclaration, ENCRYPTION_METADATA_KEY, type EncryptionDeclaration } from './declaration.ts'
 
@@ -26,6 +28,8 @@ export function bindEncryption(p: CryptoPrimitives) {
     newDek: () => newDek(p),
     wrapDek: (input: WrapKeyInput) => wrapDek(p, input),
     unwrapDek: (recipient: AgentKeys, senderKey: string, fields: { dek_enc?: string; dek_ct?: string }, prefer?: EncryptionVersion) => unwrapDek(p, recipient, senderKey, fields, prefer),
+    /** The DEK of an attachment of a received message, only when its sender is proved to have wrapped it. */
+    attachmentKey: (recipient: AgentKeys, message: AttachmentContext, attachment: { dek_enc?: string; dek_ct?: string }) => unwrapAttachmentKey(p, recipient, message, attachment),
     encryptBlobStream: (dek: Uint8Array, source: ReadableStream<Uint8Array>) => encryptBlobStream(p, dek, source),
     decryptBlobStream: (dek: Uint8Array, source: ReadableStream<Uint8Array>) => decryptBlobStream(p, dek, source),
     createBlobEncryptor: (dek: Uint8Array) => createBlobEncryptor(p, dek),

@@ -7,6 +7,9 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { generateKeyPair } from '../../src/auth/sign.ts'
+import { bindEncryption } from '../../src/crypto/index.ts'
+import { nativePrimitives } from '../../src/crypto/native.ts'
 import { decodeBase64Url, encodeBase64Url } from '../../src/lib/base64url.ts'
 import { buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
@@ -105,5 +108,28 @@ describe('tampered ciphertext, through the CLI', () => {
     const piped = await them(['download', sent.attachments[0]!.blob_id, '--message', sent.message_id, '-o', '-'])
     expect(piped.code).toBe(1)
     expect(piped.stderr).toMatch(/^relay: error: /)
+  }, 60_000)
+
+  test("the operator swaps an attachment's wrapped key (its own, Base mode) and the blob: download --message refuses it", async () => {
+    const sent = await sendOne('forge')
+    const blobFile = blobFileOf(join(dir, 'data'), sent.attachments[0]!.hash)
+    const e2e = bindEncryption(nativePrimitives)
+    const dek = e2e.newDek()
+    const wrapped = e2e.wrapDek({ version: 3, dek, sender: generateKeyPair(), recipientKey: peer })
+    writeFileSync(blobFile, await e2e.encryptBlob(dek, Buffer.alloc(200_000, 'FORGED ')))
+    const db = new Database(join(dir, 'data', 'relay.db'))
+    db.run('PRAGMA busy_timeout = 5000')
+    const row = db.query('SELECT attachments FROM messages WHERE message_id = ?').get(sent.message_id) as { attachments: string }
+    const attachments = JSON.parse(row.attachments) as Record<string, unknown>[]
+    db.run('UPDATE messages SET attachments = ? WHERE message_id = ?', [JSON.stringify([{ ...attachments[0], ...wrapped }]), sent.message_id])
+    db.close()
+    const before = readdirSync(dir)
+    for (const out of ['forged.out', '-']) {
+      const r = await them(['download', sent.attachments[0]!.blob_id, '--message', sent.message_id, '-o', out])
+      expect(r.code).toBe(1)
+      expect(r.stderr).toMatch(/^relay: error: decryption failed \(unauthenticated\): /)
+      expect(r.stdout).not.toContain('FORGED')
+    }
+    expect(readdirSync(dir)).toEqual(before)
   }, 60_000)
 })

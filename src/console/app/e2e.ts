@@ -170,7 +170,8 @@ export async function openForDisplay(id: Identity, m: any): Promise<any> {
 /** The wire message with its body sealed for the recipient (`attachments` already carry their wrapped keys). */
 export async function sealForSend(id: Identity, message: Record<string, any>, version: EncryptionVersion): Promise<Record<string, any>> {
   if (!id.agreementKey) throw new Error(NO_AGREEMENT_KEY)
-  if (message.body === undefined || message.body === null) return message
+  // a message with no body is sealed too, as a JSON null: the envelope proves who sent its encrypted attachments
+  const bodyless = message.body === undefined || message.body === null
   const encrypted = ((message.attachments ?? []) as any[]).filter((a) => a.encrypted)
   // one clock reading for every run of the step: the bytes signed must be the same each time
   const now = new Date()
@@ -179,8 +180,9 @@ export async function sealForSend(id: Identity, message: Record<string, any>, ve
       version,
       sender: me,
       recipientKey: message.recipient_key,
-      contentType: message.content_type ?? 'application/json',
-      body: message.body,
+      // null is JSON; under another type it would come back as the text "null"
+      contentType: bodyless ? 'application/json' : (message.content_type ?? 'application/json'),
+      body: bodyless ? null : message.body,
       attachments: encrypted.map((a) => ({ dek_enc: a.dek_enc, dek_ct: a.dek_ct })),
       now,
     }),
@@ -210,12 +212,17 @@ export async function encryptFile(
   }
 }
 
-/** The plaintext of an encrypted attachment of `m` (its stored bytes in `ciphertext`); rejects with DecryptError. */
+/**
+ * The plaintext of an encrypted attachment of `m` (as openForDisplay returned it; its stored bytes in
+ * `ciphertext`); rejects with DecryptError — `unauthenticated` when nothing proves the sender wrapped
+ * its key (the client's rule, docs/protocol.md §14.5).
+ */
 export async function decryptAttachment(id: Identity, m: any, attachment: { dek_enc?: string; dek_ct?: string }, ciphertext: Blob): Promise<Blob> {
   if (!id.agreementKey) throw new DecryptError('bad_key', NO_AGREEMENT_KEY)
   const enc = attachment.dek_enc ? fromBase64Url(attachment.dek_enc) : null
-  const prefer: EncryptionVersion = m.lock?.version === 2 || m.envelope?.body?.v === 2 ? 2 : 3
-  const { dek } = await withKey(id, [enc && enc.length === 32 ? enc : null, xKey(m.sender_key)], (e2e, me) => e2e.unwrapDek(me, m.sender_key, attachment, prefer))
+  // the facts of opening the body (or its error); an envelope never opened keeps its encrypted content type
+  const context = { sender_key: m.sender_key, content_type: m.content_type, attachments: m.attachments, encryption: m.lock?.outgoing ? undefined : m.lock }
+  const { dek } = await withKey(id, [enc && enc.length === 32 ? enc : null, xKey(m.sender_key)], (e2e, me) => e2e.attachmentKey(me, context, attachment))
   try {
     return await openFile(dek, ciphertext)
   } finally {
