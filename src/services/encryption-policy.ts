@@ -30,23 +30,23 @@ function refuse(why: string, who: 'relay' | 'recipient'): never {
 }
 
 /**
- * Refuses a send that is not encrypted in shape: a body must be `content_type`
- * application/x-m2m-encrypted with an object `{v, enc, ct}` (v an integer, enc and ct strings), and every
- * attachment must be `encrypted: true` with `dek_enc` and `dek_ct`.
+ * Refuses a send that is not encrypted in shape (docs/protocol.md §14.6): it must have a body, with
+ * `content_type` application/x-m2m-encrypted and an object `{v, enc, ct}` (v an integer, enc and ct
+ * strings), and every attachment must be `encrypted: true` with `dek_enc` and `dek_ct`. The body is
+ * required even with attachments only: it is what proves who sent them (§14.5).
  */
 export function assertEncryptedShape(req: SendRequest, who: 'relay' | 'recipient'): void {
-  if (req.bodyText !== null) {
-    if (req.contentType !== ENCRYPTED_CONTENT_TYPE) refuse(`content_type must be ${ENCRYPTED_CONTENT_TYPE}`, who)
-    let body: unknown
-    try {
-      body = JSON.parse(req.bodyText)
-    } catch {
-      body = null
-    }
-    const b = body as Record<string, unknown> | null
-    if (!b || typeof b !== 'object' || Array.isArray(b) || !Number.isInteger(b.v) || typeof b.enc !== 'string' || typeof b.ct !== 'string') {
-      refuse('the body must be an encrypted envelope {v, enc, ct}', who)
-    }
+  if (req.bodyText === null) refuse('the message needs an encrypted body, even with attachments only', who)
+  if (req.contentType !== ENCRYPTED_CONTENT_TYPE) refuse(`content_type must be ${ENCRYPTED_CONTENT_TYPE}`, who)
+  let body: unknown
+  try {
+    body = JSON.parse(req.bodyText)
+  } catch {
+    body = null
+  }
+  const b = body as Record<string, unknown> | null
+  if (!b || typeof b !== 'object' || Array.isArray(b) || !Number.isInteger(b.v) || typeof b.enc !== 'string' || typeof b.ct !== 'string') {
+    refuse('the body must be an encrypted envelope {v, enc, ct}', who)
   }
   req.attachments.forEach((a, i) => {
     if (a.encrypted !== true || !a.dek_enc || !a.dek_ct) refuse(`attachments[${i}] must be encrypted (encrypted: true, dek_enc, dek_ct)`, who)

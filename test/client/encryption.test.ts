@@ -104,6 +104,25 @@ describe('encrypted-only inboxes', () => {
     expect(err).toMatchObject({ status: 422, code: 'encryption_required' })
   })
 
+  test('encrypted attachments without an encrypted body, or a plaintext attachment beside one, are refused (§14.6)', async () => {
+    const alice = t.client()
+    const bob = t.client()
+    await bob.declareEncryption({ require: true })
+    const up = await alice.uploadEncryptedBlob(new TextEncoder().encode('a file'), { recipientKey: bob.publicKey })
+    const bodyless = await alice.send({ recipient_key: bob.publicKey, attachments: [up.attachment], plain: true }).catch((e) => e)
+    expect(bodyless).toBeInstanceOf(RelayApiError)
+    expect(bodyless).toMatchObject({ status: 422, code: 'encryption_required', details: { required_by: 'recipient' } })
+    expect(bodyless.message).toContain('encrypted body')
+    const open = await alice.uploadBlob(new TextEncoder().encode('plain file'))
+    const sealed = alice.encryption.seal({ recipient_key: bob.publicKey, body: 'x', attachments: [up.attachment] }, 3)
+    const mixed = await alice.send({ ...sealed, attachments: [up.attachment, { blob_id: open.blob_id }] }).catch((e) => e)
+    expect(mixed).toMatchObject({ status: 422, code: 'encryption_required', details: { required_by: 'recipient' } })
+    expect(mixed.message).toContain('attachments[1]')
+    // the same attachment-only send, sealed as the client does it by itself, passes
+    const ok = await alice.send({ recipient_key: bob.publicKey, attachments: [up.attachment] })
+    expect(await bob.getMessage(ok.message_id)).toMatchObject({ body: null, encryption: { version: 3, sender_verified: true } })
+  })
+
   test('relay-wide (messages.requireEncryption): every plaintext send is refused, encrypted ones pass', async () => {
     const strict = await startTestRelay({ ...UNLIMITED, messages: { requireEncryption: true } })
     try {
@@ -114,6 +133,10 @@ describe('encrypted-only inboxes', () => {
       expect(err).toMatchObject({ status: 422, code: 'encryption_required', details: { required_by: 'relay' } })
       const ok = await alice.send({ recipient_key: bob.publicKey, body: 'x', encrypt: true })
       expect((await bob.getMessage(ok.message_id)).body).toBe('x')
+      // encrypted attachments alone are not an encrypted message: the body that signs them is missing
+      const up = await alice.uploadEncryptedBlob(new TextEncoder().encode('a file'), { recipientKey: bob.publicKey, version: 2 })
+      const bodyless = await alice.send({ recipient_key: bob.publicKey, attachments: [up.attachment], plain: true }).catch((e) => e)
+      expect(bodyless).toMatchObject({ status: 422, code: 'encryption_required', details: { required_by: 'relay' } })
     } finally {
       await strict.close()
     }
