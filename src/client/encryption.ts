@@ -3,6 +3,7 @@
  * send a recipient (from the declaration in its profile), sealing a send, and opening what arrives —
  * never throwing for a message that does not open, but marking it with the reason.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { bindEncryption, ENCRYPTED_CONTENT_TYPE, isEncryptedMessage, readEncryptionDeclaration, type CryptoPrimitives, type Encryption, type EncryptionDeclaration, type EncryptionVersion } from '../crypto/index.ts'
 import { nativePrimitives } from '../crypto/native.ts'
 import type { Transport } from './transport.ts'
@@ -26,6 +27,8 @@ const DECLARATION_TTL_MS = 5 * 60_000
 export class ClientEncryption {
   readonly api: Encryption
   private readonly declarations = new Map<string, { declaration: EncryptionDeclaration | null; at: number }>()
+  /** The blobs created by the uploads of the send attempt running (per async context: sends may overlap). */
+  private readonly attemptUploads = new AsyncLocalStorage<string[]>()
 
   constructor(
     private readonly transport: Transport,
@@ -71,7 +74,8 @@ export class ClientEncryption {
    * (declarations are kept a few minutes), or a relay that takes ciphertext only — runs it once more
    * encrypted (v3 when the recipient declares it, else v2), unless plaintext was asked for
    * (docs/protocol.md §14.6). `attempt` does the whole send, uploads included, so attachments are
-   * encrypted the second time too. `lookup: false` starts in plaintext without reading the profile.
+   * encrypted the second time too; the blobs the refused attempt's uploads created (201) are deleted
+   * first, those it found already owned (200) kept. `lookup: false` starts in plaintext without reading the profile.
    */
   async sendWithFallback<T>(
     recipientKey: string,
@@ -79,14 +83,36 @@ export class ClientEncryption {
     attempt: (version: EncryptionVersion | null) => Promise<T>,
   ): Promise<{ result: T; version: EncryptionVersion | null }> {
     const version = opts.lookup === false && opts.encrypt === undefined ? null : await this.versionFor(recipientKey, opts)
+    const created: string[] = []
     try {
-      return { result: await attempt(version), version }
+      return { result: await this.attemptUploads.run(created, () => attempt(version)), version }
     } catch (err) {
       const mayEncrypt = version === null && !opts.plain && opts.encrypt !== false
       if (!mayEncrypt || !(err instanceof RelayApiError) || err.code !== 'encryption_required') throw err
+      // the refused attempt's plaintext uploads would otherwise wait on the relay until they expire
+      await this.deleteBlobs(created)
       this.forget(recipientKey)
       const again = (await this.versionFor(recipientKey, { encrypt: true }))!
       return { result: await attempt(again), version: again }
+    }
+  }
+
+  /**
+   * Called by the client after each upload: a blob the relay created for it (201) during a send attempt
+   * is that attempt's own; one it already owned (200) is not, and is never deleted on its behalf.
+   */
+  noteUpload(blobId: string, created: boolean): void {
+    if (created) this.attemptUploads.getStore()?.push(blobId)
+  }
+
+  /** Deletes blobs this client created, best effort: one that is already gone or attached stays as it is. */
+  private async deleteBlobs(blobIds: string[]): Promise<void> {
+    for (const id of blobIds) {
+      try {
+        await this.transport.json('DELETE', `/v1/blobs/${encodeURIComponent(id)}`)
+      } catch {
+        // left to expire, as it would have been (docs/protocol.md §6)
+      }
     }
   }
 

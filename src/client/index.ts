@@ -351,7 +351,10 @@ export class RelayClient {
         }
         return new Request(t.baseUrl + path, { method: 'POST', headers, body, duplex: 'half' } as RequestInit)
       }
-      return await readJson<BlobJson>(await t.sendWithRetry('POST', path, build), t.baseUrl)
+      const res = await t.sendWithRetry('POST', path, build)
+      const blob = await readJson<BlobJson>(res, t.baseUrl)
+      this.encryption.noteUpload(blob.blob_id, res.status === 201)
+      return blob
     } finally {
       await prepared.cleanup()
     }

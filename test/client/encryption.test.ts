@@ -13,6 +13,8 @@ import { ENCRYPTED_CONTENT_TYPE, RelayApiError, RelayClient, verifyWebhook } fro
 import { startTestRelay, type TestRelay } from '../support/harness.ts'
 import { startWsRelay, type WsRelay } from '../realtime/helpers.ts'
 import { until } from '../support/ws.ts'
+import { expectNoMarkerIn } from '../support/disk.ts'
+import { CONTENT_GRACE_MS } from '../../src/services/blobs.ts'
 
 const UNLIMITED = { rateLimits: { sendPerMin: 0, pollPerMin: 0, requestsPerMin: 0 } }
 let t: TestRelay
@@ -121,6 +123,45 @@ describe('encrypted-only inboxes', () => {
     // the same attachment-only send, sealed as the client does it by itself, passes
     const ok = await alice.send({ recipient_key: bob.publicKey, attachments: [up.attachment] })
     expect(await bob.getMessage(ok.message_id)).toMatchObject({ body: null, encryption: { version: 3, sender_verified: true } })
+  })
+
+  test('a refused plaintext attempt: the blobs its uploads created are deleted, one the sender already owned is kept', async () => {
+    const alice = t.client()
+    const bob = t.client()
+    await bob.getAgent()
+    // alice reads bob's profile before bob asks for encryption: her first attempt goes in plaintext
+    expect(await alice.encryption.declarationOf(bob.publicKey)).toBeNull()
+    await bob.declareEncryption({ require: true })
+    const marker = 'REFUSED-PLAINTEXT-MARKER-upload'
+    const fresh = new TextEncoder().encode(`${marker} fresh`)
+    const owned = new TextEncoder().encode('content alice uploaded before')
+    const ownedBlob = await alice.uploadBlob(owned)
+    const plaintextTry: string[] = []
+    // what relay send --attach does: upload in the attempt, plaintext or encrypted for the version
+    const { version } = await alice.encryption.sendWithFallback(bob.publicKey, {}, async (version) => {
+      const attachments = []
+      for (const bytes of [fresh, owned]) {
+        if (version) attachments.push((await alice.uploadEncryptedBlob(bytes, { recipientKey: bob.publicKey, version })).attachment)
+        else {
+          const blob = await alice.uploadBlob(bytes)
+          plaintextTry.push(blob.blob_id)
+          attachments.push({ blob_id: blob.blob_id })
+        }
+      }
+      return alice.send({ recipient_key: bob.publicKey, attachments, encrypt: version ?? false })
+    })
+    expect(version).toBe(3)
+    const [freshId, ownedAgain] = plaintextTry
+    // the second upload of owned content answered 200 with alice's existing blob
+    expect(ownedAgain).toBe(ownedBlob.blob_id)
+    expect(await alice.blobInfo(freshId!).catch((e) => e)).toMatchObject({ status: 404 })
+    expect(await alice.downloadBlob(freshId!).catch((e) => e)).toMatchObject({ status: 404, code: 'blob_not_found' })
+    expect(await alice.blobInfo(ownedBlob.blob_id)).toMatchObject({ size: owned.length })
+    // the bytes of a deleted record go with the blob sweep, past the grace an upload of the same content has
+    t.clock.advance(CONTENT_GRACE_MS + 1000)
+    await t.relay.features.blobs.sweeper.runOnce(t.clock.now())
+    expectNoMarkerIn(filesUnder(join(t.dataDir, 'blobs')), marker)
+    expect(await alice.blobInfo(ownedBlob.blob_id)).toMatchObject({ size: owned.length })
   })
 
   test('relay-wide (messages.requireEncryption): every plaintext send is refused, encrypted ones pass', async () => {
