@@ -396,7 +396,7 @@ export class RelayClient {
    */
   async uploadEncryptedBlob(
     source: BlobSource,
-    opts: { recipientKey: string; version?: EncryptionVersion; filename?: string; onProgress?: (sentBytes: number) => void },
+    opts: { recipientKey: string; version?: EncryptionVersion; onProgress?: (sentBytes: number) => void },
   ): Promise<EncryptedUpload> {
     const version = opts.version ?? (await this.encryption.versionFor(opts.recipientKey, { encrypt: true }))!
     const dek = this.encryption.api.newDek()
@@ -421,7 +421,8 @@ export class RelayClient {
       blob = await this.uploadPrepared(prepared, upload)
     }
     const wrapped = this.encryption.api.wrapDek({ version, dek, sender: this.transport.keys, recipientKey: opts.recipientKey })
-    const attachment = { blob_id: blob.blob_id, encrypted: true as const, ...wrapped, ...(opts.filename ? { filename: opts.filename } : {}) }
+    // no filename: the relay would see it in the clear (docs/protocol.md §14.5)
+    const attachment = { blob_id: blob.blob_id, encrypted: true as const, ...wrapped }
     return { blob, attachment, plain_size: plainSize }
   }
 

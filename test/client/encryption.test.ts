@@ -239,6 +239,9 @@ describe('encrypted attachments', () => {
       expect(msg.encryption).toMatchObject({ version: 3, sender_verified: true })
       const att = msg.attachments![0]!
       expect(att).toMatchObject({ encrypted: true, size: up.blob.size })
+      // no file name goes with an encrypted attachment: the relay would see it (§14.5)
+      expect(up.attachment).not.toHaveProperty('filename')
+      expect(att.filename).toBeUndefined()
       const got = new Uint8Array(await new Response(await bob.downloadDecrypted(msg, att)).arrayBuffer())
       expect(Buffer.from(got).equals(Buffer.from(plain))).toBe(true)
       if (size >= marker.length) {

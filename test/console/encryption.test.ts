@@ -172,7 +172,7 @@ describe('/console end-to-end encryption', () => {
         const misdirected = await bob.send({ recipient_key: consoleKeys.publicKey, content_type: ENCRYPTED_CONTENT_TYPE, body: otherKey.body })
         // 5. carol → console: v2; bob → console: v3 with an encrypted attachment
         const fromCarol = await carol.send({ recipient_key: consoleKeys.publicKey, content_type: 'text/plain', body: `v2 from carol ${MARK.clientV2Body}`, encrypt: 2 })
-        const upload = await bob.uploadEncryptedBlob(new TextEncoder().encode(`report ${MARK.clientFile}\n`), { recipientKey: consoleKeys.publicKey, filename: 'report.txt' })
+        const upload = await bob.uploadEncryptedBlob(new TextEncoder().encode(`report ${MARK.clientFile}\n`), { recipientKey: consoleKeys.publicKey })
         const fromBob = await bob.send({ recipient_key: consoleKeys.publicKey, body: { text: `hi console ${MARK.clientBody}` }, attachments: [upload.attachment] })
 
         await page.getByRole('link', { name: 'Inbox' }).click()
@@ -193,8 +193,12 @@ describe('/console end-to-end encryption', () => {
         }
         expect(await card(tampered.message_id).locator('.lock.failed').textContent()).toContain('tampered')
         expect(await card(future.message_id).locator('.lock.failed').textContent()).toContain('version')
-        // the encrypted attachment downloads decrypted
-        expect(await downloaded(card(fromBob.message_id).getByRole('button', { name: 'Download report.txt' }))).toEqual({ name: 'report.txt', text: `report ${MARK.clientFile}\n` })
+        // the encrypted attachment downloads decrypted; it has no name, which the relay would see (§14.5)
+        const blobId = upload.blob.blob_id
+        const file = await downloaded(card(fromBob.message_id).getByRole('button', { name: `Download ${blobId}` }))
+        // saved under the blob id (Chromium may add an extension from the content)
+        expect(file.name).toStartWith(blobId)
+        expect(file.text).toBe(`report ${MARK.clientFile}\n`)
         await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
         await shot('inbox-encrypted', false)
         await page.emulateMedia({ colorScheme: 'dark' })
