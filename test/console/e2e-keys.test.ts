@@ -90,7 +90,16 @@ describe('console encryption layer', () => {
     const wrapped = native.wrapDek({ version: 3, dek, sender: peer, recipientKey: consoleKeys.publicKey })
     const stored = await native.encryptBlob(dek, new Uint8Array(100_000))
     stored[50_000]! ^= 1
-    const m = { sender_key: peer.publicKey, lock: { version: 3 } }
+    const signed = native.sealMessage({ version: 3, sender: peer, recipientKey: consoleKeys.publicKey, body: 'file', attachments: [wrapped] })
+    const m = await openForDisplay(identity, { sender_key: peer.publicKey, recipient_key: consoleKeys.publicKey, ...signed, attachments: [{ encrypted: true, ...wrapped }] })
     await expect(decryptAttachment(identity, m, wrapped, blobOf(stored))).rejects.toMatchObject({ reason: 'authentication_failed' })
+    // with no encrypted body, a key wrapped in Base mode vouches for nothing (the operator could have made it);
+    // one wrapped in HPKE Auth mode names its sender, as MRP's attachment-only messages do
+    const clean = await native.encryptBlob(dek, new Uint8Array(100))
+    const bare = { sender_key: peer.publicKey, recipient_key: consoleKeys.publicKey, content_type: 'application/json', body: null, attachments: [{ encrypted: true, ...wrapped }] }
+    await expect(decryptAttachment(identity, await openForDisplay(identity, bare), wrapped, blobOf(clean))).rejects.toMatchObject({ reason: 'unauthenticated' })
+    const auth = native.wrapDek({ version: 2, dek, sender: peer, recipientKey: consoleKeys.publicKey })
+    const bareV2 = { ...bare, attachments: [{ encrypted: true, ...auth }] }
+    expect((await decryptAttachment(identity, await openForDisplay(identity, bareV2), auth, blobOf(clean))).size).toBe(100)
   })
 })
