@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { decodeKeyFile, encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts'
-import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
+import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary, stopBinary } from '../support/binary.ts'
 import { requireProgram } from '../support/requires.ts'
 import { until } from '../support/ws.ts'
 
@@ -67,9 +67,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!hasChromium) return
-  relay?.proc.kill('SIGTERM')
-  await relay?.proc.exited
-  rmSync(dir, { recursive: true, force: true })
+  await stopBinary(relay, dir)
 })
 
 describe('/console', () => {

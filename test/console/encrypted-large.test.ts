@@ -14,7 +14,7 @@ import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { encryptedBlobSize } from '../../src/crypto/index.ts'
-import { buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
+import { buildBinary, startBinary, type RunningBinary, stopBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
 import { chromiumPath, openConsole } from '../support/console-browser.ts'
 import { tempDir } from '../support/harness.ts'
@@ -39,9 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!hasChromium) return
-  relay?.proc.kill('SIGTERM')
-  await relay?.proc.exited
-  rmSync(dir, { recursive: true, force: true })
+  await stopBinary(relay, dir)
 })
 
 describe('console → relay → CLI, encrypted attachments', () => {

@@ -11,13 +11,13 @@
  * test-artifacts/console-e2e/ (UPDATE_SCREENSHOTS=1 also refreshes docs/img/console-encrypted*.png).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { ENCRYPTED_CONTENT_TYPE } from '../../src/crypto/index.ts'
-import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
+import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary, stopBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
 import { chromiumPath, openConsole } from '../support/console-browser.ts'
 import { requireProgram } from '../support/requires.ts'
@@ -56,9 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!hasChromium) return
-  relay?.proc.kill('SIGTERM')
-  await relay?.proc.exited
-  rmSync(dir, { recursive: true, force: true })
+  await stopBinary(relay, dir)
 })
 
 describe('/console end-to-end encryption', () => {

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { BINARY, buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
+import { BINARY, buildBinary, startBinary, type RunningBinary, stopBinary } from '../support/binary.ts'
 import { sha256File, writeMarkedFile } from '../support/big-file.ts'
 import { runCli } from '../support/cli.ts'
 import { expectNoMarkerUnder, fileContains, filesUnder } from '../support/disk.ts'
@@ -42,9 +42,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bridge?.close().catch(() => {})
-  relay?.proc.kill('SIGTERM')
-  await relay?.proc.exited
-  rmSync(dir, { recursive: true, force: true })
+  await stopBinary(relay, dir)
 })
 
 /** Sends `file` from the CLI in thread `thread`, by --attach or by upload --encrypt-for then --blob; returns the message id. */

@@ -10,11 +10,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateKeyPair } from '../../src/auth/sign.ts'
 import { ENCRYPTED_CONTENT_TYPE, RelayClient } from '../../src/client/index.ts'
-import { buildBinary, startBinary, type RunningBinary } from '../support/binary.ts'
+import { buildBinary, startBinary, type RunningBinary, stopBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
 import { tempDir } from '../support/harness.ts'
 import { IndependentAgent } from '../support/independent-agent.ts'
@@ -52,9 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bridge?.close().catch(() => {})
-  relay?.proc.kill('SIGTERM')
-  await relay?.proc.exited
-  rmSync(dir, { recursive: true, force: true })
+  await stopBinary(relay, dir)
 })
 
 /** The independent side sends `toKey` a v2 message with one encrypted attachment per size; what it sent. */

@@ -3,7 +3,7 @@
  * it as a real process on a temp data dir and a free port.
  */
 import { spawn, spawnSync, type Subprocess } from 'bun'
-import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 
@@ -106,4 +106,11 @@ export async function startBinary(opts: { cwd: string; dataDir: string; env?: Re
     await Bun.sleep(20)
   }
   return { proc, url, port, stdout: () => out }
+}
+
+/** Stops a binary started by `startBinary` (SIGTERM, then waits for it) and removes its directory. */
+export async function stopBinary(relay: RunningBinary | undefined, dir: string | undefined): Promise<void> {
+  relay?.proc.kill('SIGTERM')
+  await relay?.proc.exited
+  if (dir) rmSync(dir, { recursive: true, force: true })
 }
