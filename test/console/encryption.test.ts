@@ -17,6 +17,7 @@ import { join } from 'node:path'
 import { encodeKeyFile, generateKeyPair } from '../../src/auth/sign.ts'
 import { RelayClient } from '../../src/client/index.ts'
 import { ENCRYPTED_CONTENT_TYPE } from '../../src/crypto/index.ts'
+import { encryptedBlobSize } from '../../src/crypto/blob-layout.ts'
 import { BINARY, ROOT, buildBinary, startBinary, type RunningBinary, stopBinary } from '../support/binary.ts'
 import { runCli } from '../support/cli.ts'
 import { chromiumPath, openConsole } from '../support/console-browser.ts'
@@ -317,6 +318,48 @@ describe('/console end-to-end encryption', () => {
       }
     },
     120_000,
+  )
+
+  test.skipIf(!hasChromium)(
+    'a plaintext send refused by an inbox that now requires encryption goes again encrypted, and its plaintext upload is removed',
+    async () => {
+      const keys = generateKeyPair()
+      const { page, close } = await openConsole(relay.url, keys)
+      try {
+        const frank = new RelayClient({ baseUrl: relay.url, keys: generateKeyPair() })
+        await frank.getAgent()
+        // the console reads frank's profile (no declaration) and keeps it for a few minutes
+        await page.getByRole('link', { name: 'Send' }).click()
+        await page.getByLabel('Recipient public key').fill(frank.publicKey)
+        await page.getByLabel('Recipient public key').dispatchEvent('change')
+        await page.locator('#encryption-note', { hasText: 'Plaintext: the recipient declares no encryption support' }).waitFor({ timeout: 5000 })
+        await frank.declareEncryption({ require: true })
+        const FILE_BYTES = 5000
+        await page.getByLabel('Body', { exact: true }).fill('for frank')
+        await page.getByLabel('Attachments').setInputFiles({ name: 'frank.txt', mimeType: 'text/plain', buffer: Buffer.alloc(FILE_BYTES, 'f') })
+        await page.getByRole('button', { name: 'Send', exact: true }).click()
+        await expect(page.locator('.sent-how').textContent({ timeout: 15_000 })).resolves.toBe('(end-to-end encrypted, v3)')
+        const atFrank = await until(async () => (await Bun.sleep(50), await frank.poll()).messages[0] ?? null, 10_000, 'the message at frank')
+        expect(atFrank).toMatchObject({ body: 'for frank', encryption: { version: 3, sender_verified: true } })
+        expect(atFrank.attachments?.[0]).toMatchObject({ encrypted: true })
+        // what the console's agent stores now: the encrypted file only (and one byte more, to read the figure)
+        let used = ''
+        const probe = new RelayClient({
+          baseUrl: relay.url,
+          keys,
+          fetch: (async (req: Request) => {
+            const res = await fetch(req)
+            used = res.headers.get('x-m2m-storage-used') ?? used
+            return res
+          }) as typeof fetch,
+        })
+        await probe.uploadBlob(new Uint8Array([1]))
+        expect(Number(used)).toBe(encryptedBlobSize(FILE_BYTES) + 1)
+      } finally {
+        await close()
+      }
+    },
+    60_000,
   )
 
   test.skipIf(!hasChromium)('nothing the browser, the client or the CLI encrypted is readable on the relay’s disk', () => {

@@ -76,6 +76,10 @@ export async function call<T = any>(id: Identity, method: string, target: string
  * caller hashes it in blocks, so the bytes never sit whole in the page); `progress(sent, total)`
  * follows the bytes as they leave.
  */
+/**
+ * Uploads a blob by a signed POST with progress; resolves the relay's answer with `created` (201: this
+ * upload stored it; 200: the agent already owned these bytes). Rejects with ApiError.
+ */
 export async function upload(id: Identity, file: Blob, sha256: Uint8Array, progress: (sent: number, total: number) => void): Promise<any> {
   const headers = await headersForHash(id, 'POST', '/v1/blobs', b64url(sha256))
   return new Promise((resolve, reject) => {
@@ -91,7 +95,7 @@ export async function upload(id: Identity, file: Blob, sha256: Uint8Array, progr
       } catch {
         // not JSON: reported below
       }
-      if (xhr.status >= 200 && xhr.status < 300 && parsed) return resolve(parsed)
+      if (xhr.status >= 200 && xhr.status < 300 && parsed) return resolve({ ...parsed, created: xhr.status === 201 })
       const err = parsed?.error
       reject(new ApiError(xhr.status, err?.code ?? 'http_error', err?.message ?? `HTTP ${xhr.status}`, err?.details ?? null))
     })

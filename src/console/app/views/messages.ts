@@ -239,6 +239,8 @@ export const sendView: View = (ctx, root, arg) => {
       if (version === undefined) return
       if (version && !ctx.id.agreementKey) return ctx.notify(NO_AGREEMENT_KEY, 'error')
       const attachments: Record<string, unknown>[] = []
+      /** Blobs this attempt stored (201): removed again if the send is refused and made once more encrypted. */
+      const createdHere: string[] = []
       fill(progress)
       for (const file of Array.from(files.files ?? [])) {
         const bar = h('progress', { max: file.size || 1, value: 0, 'aria-label': `Uploading ${file.name}` })
@@ -264,6 +266,7 @@ export const sendView: View = (ctx, root, arg) => {
           }),
         )
         if (!blob) return
+        if (blob.created) createdHere.push(blob.blob_id)
         pct.textContent = `done: ${blob.blob_id}${sealed ? ' (encrypted)' : ''}`
         // an encrypted attachment goes without its name: the relay would see it in the clear (docs/protocol.md §14.5)
         attachments.push(sealed ? { blob_id: blob.blob_id, encrypted: true, dek_enc: sealed.dek_enc, dek_ct: sealed.dek_ct } : { blob_id: blob.blob_id, filename: file.name })
@@ -280,6 +283,8 @@ export const sendView: View = (ctx, root, arg) => {
         // the recipient's inbox takes encrypted messages only: send again encrypted, unless plaintext was asked for
         if (err instanceof ApiError && err.code === 'encryption_required' && !version && !plain.checked && !force) {
           forgetDeclaration(recipient)
+          // the plaintext files this attempt uploaded must not stay on the relay (those the agent already had do)
+          for (const blobId of createdHere) await call(ctx.id, 'DELETE', `/v1/blobs/${encodeURIComponent(blobId)}`).catch(() => {})
           ctx.notify('The recipient accepts only encrypted messages: sending it encrypted')
           submit.disabled = false
           return send(true)
