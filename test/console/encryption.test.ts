@@ -23,6 +23,9 @@ import { runCli } from '../support/cli.ts'
 import { chromiumPath, openConsole } from '../support/console-browser.ts'
 import { requireProgram } from '../support/requires.ts'
 import { filesUnder } from '../support/disk.ts'
+import { IndependentAgent } from '../support/independent-agent.ts'
+import { readEncryptedBlob, writeEncryptedBlob } from '../support/independent-blob.ts'
+import { openV2Body, sealV2Body, unwrapDekV2, wrapDekV2 } from '../support/independent-hpke.ts'
 import { until } from '../support/ws.ts'
 
 const hasChromium = requireProgram('chromium', chromiumPath(), 'the console encryption browser test')
@@ -355,6 +358,53 @@ describe('/console end-to-end encryption', () => {
         })
         await probe.uploadBlob(new Uint8Array([1]))
         expect(Number(used)).toBe(encryptedBlobSize(FILE_BYTES) + 1)
+      } finally {
+        await close()
+      }
+    },
+    60_000,
+  )
+
+  test.skipIf(!hasChromium)(
+    'MRP v2 with an independent implementation (@hpke/core): the console opens what it sends, and it opens what the console sends',
+    async () => {
+      const keys = generateKeyPair()
+      const { page, close } = await openConsole(relay.url, keys)
+      try {
+        const them = new IndependentAgent(relay.url, generateKeyPair())
+        await them.declare([2])
+        // independent → console: a v2 body and an attachment, sealed and wrapped with HPKE Auth mode
+        const file = new TextEncoder().encode('independent file\n'.repeat(300))
+        const dek = new Uint8Array(crypto.getRandomValues(new Uint8Array(32)))
+        const blobId = await them.upload(await writeEncryptedBlob(dek, file))
+        const id = await them.send({
+          recipient_key: keys.publicKey,
+          content_type: ENCRYPTED_CONTENT_TYPE,
+          body: await sealV2Body(them.keys, keys.publicKey, 'text/plain', 'from the independent side'),
+          attachments: [{ blob_id: blobId, encrypted: true, ...(await wrapDekV2(them.keys, keys.publicKey, dek)) }],
+        })
+        await page.getByRole('link', { name: 'Inbox' }).click()
+        const c = page.locator(`article[data-message-id="${id}"]`)
+        await c.waitFor({ timeout: 10_000 })
+        expect(await c.locator('.lock.ok').textContent()).toContain('end-to-end encrypted (v2), sender verified')
+        expect(await c.locator('.body').textContent()).toBe('from the independent side')
+        const waiting = page.waitForEvent('download')
+        await c.locator('.attachments button').first().click()
+        expect(new Uint8Array(await Bun.file((await (await waiting).path()) as string).arrayBuffer())).toEqual(file)
+
+        // console → independent (declares v2 only): the independent side opens the body and the file
+        await page.getByRole('link', { name: 'Send' }).click()
+        await page.getByLabel('Recipient public key').fill(them.publicKey)
+        await page.getByLabel('Body', { exact: true }).fill('from the console')
+        const sentFile = Buffer.from('console file\n'.repeat(7000))
+        await page.getByLabel('Attachments').setInputFiles({ name: 'c.txt', mimeType: 'text/plain', buffer: sentFile })
+        await page.getByRole('button', { name: 'Send', exact: true }).click()
+        await expect(page.locator('.sent-how').textContent({ timeout: 15_000 })).resolves.toBe('(end-to-end encrypted, v2)')
+        const m = await them.getMessage((await page.locator('.sent-id').textContent()) as string)
+        expect(m).toMatchObject({ sender_key: keys.publicKey, content_type: ENCRYPTED_CONTENT_TYPE, body: { v: 2, ct_content_type: 'text/plain' } })
+        expect(await openV2Body(them.keys, m)).toBe('from the console')
+        const got = await readEncryptedBlob(await unwrapDekV2(them.keys, keys.publicKey, m.attachments[0]), await them.download(m.attachments[0].blob_id))
+        expect(Buffer.from(got).equals(sentFile)).toBe(true)
       } finally {
         await close()
       }
