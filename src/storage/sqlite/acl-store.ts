@@ -1,6 +1,7 @@
 import type { Database, Statement } from 'bun:sqlite'
 import type { AclEntryType, AclRecord } from '../../services/models/records.ts'
 import type { AclStore } from '../../services/ports.ts'
+import type { AclOwners } from './acl-owners.ts'
 
 const COLUMNS = `id, owner_key AS ownerKey, peer_key AS peerKey, entry_type AS entryType, created_at AS createdAt, updated_at AS updatedAt`
 
@@ -16,7 +17,10 @@ export class SqliteAclStore implements AclStore {
   private readonly deleteStmt: Statement<unknown, [string, string]>
   private readonly removeOwnerStmt: Statement<unknown, [string]>
 
-  constructor(db: Database) {
+  constructor(
+    db: Database,
+    private readonly owners: AclOwners,
+  ) {
     this.byPair = db.prepare(`SELECT ${COLUMNS} FROM acl_entries WHERE owner_key = ? AND peer_key = ?`)
     this.typeOf = db.prepare(`SELECT entry_type AS entryType FROM acl_entries WHERE owner_key = ? AND peer_key = ?`)
     // ids grow with creation, so id order is creation order (and changing an entry keeps its place)
@@ -36,6 +40,7 @@ export class SqliteAclStore implements AclStore {
   }
 
   async entryTypeFor(ownerKey: string, peerKey: string): Promise<AclEntryType | null> {
+    if (!this.owners.mayHave(ownerKey)) return null
     return this.typeOf.get(ownerKey, peerKey)?.entryType ?? null
   }
 
@@ -48,6 +53,7 @@ export class SqliteAclStore implements AclStore {
   }
 
   async insert(ownerKey: string, peerKey: string, entryType: AclEntryType, now: number): Promise<AclRecord> {
+    this.owners.add(ownerKey)
     return this.insertStmt.get(ownerKey, peerKey, entryType, now, now) as AclRecord
   }
 

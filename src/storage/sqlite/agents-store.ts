@@ -7,25 +7,37 @@ import { PROFILE_COLUMNS } from '../profile-columns.ts'
 const CACHE_MAX = 20_000
 
 /**
- * A small LRU of agent records shared by the reader and writer stores. Writes drop the entry when they
- * run and again after their commit, so a read that raced the write cannot leave a stale copy behind.
+ * A small cache of agent records shared by the reader and writer stores, least recently used first out,
+ * in two generations: a hit in the young map costs one lookup (no reordering); a hit in the old one moves
+ * the row to the young; when the young map is full it becomes the old one and the old one is dropped.
+ * Writes drop the entry when they run and again after their commit, so a read that raced the write
+ * cannot leave a stale copy behind.
  */
 export class AgentCache {
-  private readonly rows = new Map<string, AgentRecord>()
+  private young = new Map<string, AgentRecord>()
+  private old = new Map<string, AgentRecord>()
+  constructor(private readonly generation = CACHE_MAX / 2) {}
   get(key: string): AgentRecord | undefined {
-    const hit = this.rows.get(key)
-    if (hit) {
-      this.rows.delete(key)
-      this.rows.set(key, hit)
-    }
-    return hit
+    const hit = this.young.get(key)
+    if (hit) return hit
+    const aged = this.old.get(key)
+    if (aged) this.set(key, aged)
+    return aged
   }
   set(key: string, row: AgentRecord): void {
-    this.rows.set(key, row)
-    if (this.rows.size > CACHE_MAX) this.rows.delete(this.rows.keys().next().value as string)
+    this.old.delete(key)
+    this.young.set(key, row)
+    if (this.young.size >= this.generation) {
+      this.old = this.young
+      this.young = new Map()
+    }
   }
   drop(key: string): void {
-    this.rows.delete(key)
+    this.young.delete(key)
+    this.old.delete(key)
+  }
+  get size(): number {
+    return this.young.size + this.old.size
   }
 }
 

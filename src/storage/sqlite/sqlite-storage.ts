@@ -9,6 +9,7 @@ import type { Logger } from '../../lib/logger.ts'
 import type { RelayFigures, Storage, Stores } from '../../services/ports.ts'
 import { SlidingWindowCounters } from '../../lib/sliding-window.ts'
 import { SqliteAclStore } from './acl-store.ts'
+import { AclOwners } from './acl-owners.ts'
 import { SqliteAdminQueries } from './admin-queries.ts'
 import { SqliteAdmissionStore } from './admission-store.ts'
 import { AgentCache, SqliteAgentStore } from './agents-store.ts'
@@ -129,11 +130,12 @@ export class SqliteStorage implements Storage {
     this.checkpointer = new Checkpointer(writer, opts.path, opts.logger).onWritersFree(() => this.uow.retryLockNow())
     if (!opts.tool) this.checkpointer.start()
     const cache = new AgentCache()
+    const aclOwners = new AclOwners(writer)
     const onCommit = (step: () => void) => this.uow.onCommit(step)
     const tx: TxStores = {
       agents: new SqliteAgentStore(writer, cache, onCommit),
       messages: new SqliteMessageStore(writer),
-      acl: new SqliteAclStore(writer),
+      acl: new SqliteAclStore(writer, aclOwners),
       blobs: new SqliteBlobRecordStore(writer),
       webhooks: new SqliteWebhookStore(writer),
       state: new SqliteStateStore(writer),
@@ -163,7 +165,7 @@ export class SqliteStorage implements Storage {
     const run = (fn: (tx: TxStores) => Promise<unknown>) => this.uow.run(fn)
     this.agents = topLevel(new SqliteAgentStore(reader, cache), WRITES.agents, run, (t) => t.agents)
     this.messages = topLevel(new SqliteMessageStore(reader), WRITES.messages, run, (t) => t.messages)
-    this.acl = topLevel(new SqliteAclStore(reader), WRITES.acl, run, (t) => t.acl)
+    this.acl = topLevel(new SqliteAclStore(reader, aclOwners), WRITES.acl, run, (t) => t.acl)
     this.blobs = topLevel(new SqliteBlobRecordStore(reader), WRITES.blobs, run, (t) => t.blobs)
     this.webhooks = topLevel(new SqliteWebhookStore(reader), WRITES.webhooks, run, (t) => t.webhooks)
     this.state = topLevel(new SqliteStateStore(reader), WRITES.state, run, (t) => t.state)
