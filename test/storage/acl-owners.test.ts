@@ -2,7 +2,7 @@
  * The owners that may have ACL entries are kept in memory, so a send to an inbox without entries skips
  * the lookup. The set never misses an owner with an entry: not one written by the relay (committed or
  * not), and not one written by another process on the same file (`relay admin`, an sqlite3 shell),
- * which the next send sees.
+ * which the next event-loop turn sees.
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, describe, expect, test } from 'bun:test'
@@ -16,11 +16,14 @@ import { agent, msg, rawSend } from '../messages/helpers.ts'
 const dir = tempDir()
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+/** The next event-loop turn. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 const insert = (db: Database, owner: string, peer: string, type = 'block') =>
   db.run(`INSERT INTO acl_entries (owner_key, peer_key, entry_type, created_at, updated_at) VALUES (?, ?, ?, 1, 1)`, [owner, peer, type])
 
 describe('AclOwners', () => {
-  test("another connection's commits are seen at the next question; the relay's own writes at once, rolled back or not", () => {
+  test("another connection's commits are seen from the next event-loop turn; the relay's own writes at once, rolled back or not", async () => {
     const path = join(dir, 'unit.db')
     const writer = openDatabase(path)
     const other = openConnection(path, 1000)
@@ -28,8 +31,11 @@ describe('AclOwners', () => {
       const owners = new AclOwners(writer)
       expect(owners.mayHave('A')).toBe(false)
       insert(other, 'A', 'P')
+      expect(owners.mayHave('A')).toBe(false) // the same turn: data_version is read once per turn
+      await turn()
       expect(owners.mayHave('A')).toBe(true)
       other.run(`DELETE FROM acl_entries WHERE owner_key = 'A'`)
+      await turn()
       expect(owners.mayHave('A')).toBe(false)
 
       // an entry being written in the relay's own transaction counts before its commit, and after a rollback
@@ -42,6 +48,7 @@ describe('AclOwners', () => {
 
       // another process committed, and the writer is inside a transaction: no reload from there, so "may"
       insert(other, 'C', 'P')
+      await turn()
       writer.run('BEGIN IMMEDIATE')
       writer.run(`DELETE FROM acl_entries WHERE owner_key = 'C'`)
       expect(owners.mayHave('C')).toBe(true)

@@ -5,11 +5,18 @@ import type { Database, Statement } from 'bun:sqlite'
  * inboxes) skips the lookup of its sender's entry. The set may hold owners that have none left (entries
  * are added here when inserted, committed or not, and removed only by a reload); it never misses an owner
  * that has one. Another process's commit (`relay admin`, an sqlite3 shell) changes the writer connection's
- * `data_version`, and the set is read again from the table before it is trusted.
+ * `data_version`, and the set is read again from the table before it is trusted. Reading `data_version`
+ * costs about as much as the lookup it saves, so it is read once per event-loop turn: a commit made by
+ * another process while a turn runs counts as made after it.
  */
 export class AclOwners {
   private owners: Set<string> | null = null
   private version = -1
+  /** `data_version` was read in this event-loop turn. */
+  private checked = false
+  private readonly uncheck = () => {
+    this.checked = false
+  }
   private readonly versionStmt: Statement<{ data_version: number }, []>
   private readonly ownersStmt: Statement<{ owner: string }, []>
 
@@ -20,6 +27,7 @@ export class AclOwners {
 
   /** False only when `owner` certainly has no entry; true when it may have one. */
   mayHave(owner: string): boolean {
+    if (this.checked && this.owners !== null) return this.owners.has(owner)
     const version = this.versionStmt.get()?.data_version ?? -1
     if (version !== this.version || this.owners === null) {
       // inside a transaction the writer sees its own uncommitted deletes: no reload from there
@@ -29,6 +37,8 @@ export class AclOwners {
       this.owners = owners
       this.version = version
     }
+    this.checked = true
+    setImmediate(this.uncheck)
     return this.owners.has(owner)
   }
 
