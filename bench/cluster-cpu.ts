@@ -6,6 +6,9 @@
  *   bun bench/cluster-cpu.ts            BENCH_SENDS (6,000), BENCH_NO_BUILD=1 to reuse dist/relay
  *
  * The load is bench/cluster.ts's: 200 senders, 50 recipients, 64 in flight; the same on a SQLite relay.
+ * BENCH_KNOWN_RECIPIENTS=1: the recipients sign a request first, so they have records (which the relay
+ * then serves from its cache) — as the recipients of a live relay do; by default they have none, and
+ * every send reads its recipient's row.
  */
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { benchSize, fmt, makeAgents, runLoad, startRelayBinary } from './lib.ts'
@@ -36,6 +39,12 @@ async function measure(label: string, env: Record<string, string>) {
   try {
     const senders = makeAgents(200)
     const recipients = makeAgents(50)
+    if (process.env.BENCH_KNOWN_RECIPIENTS === '1') {
+      await runLoad(recipients.length, 16, (i) => {
+        const path = `/v1/agents/${recipients[i].keys.publicKey}`
+        return fetch(`${relay.url}${path}`, { headers: recipients[i].sign('GET', path, new Date().toISOString()) })
+      })
+    }
     const warm = signedSends(senders, recipients, senders.length)
     await runLoad(warm.length, 32, (i) => fetch(`${relay.url}/v1/messages`, { method: 'POST', ...warm[i] }))
     const requests = signedSends(senders, recipients, SENDS)
