@@ -22,17 +22,8 @@ export function randomHex(chars: number): string {
 /** `req_` + 16 hex: the request id of docs/protocol.md §11. */
 export const newRequestId = (): string => `req_${randomHex(16)}`
 
-const MS_HEX = Array.from({ length: 1000 }, (_, ms) => ms.toString(16).padStart(3, '0'))
-
-/**
- * `msg_<unix-seconds>_<12 lowercase hex>` (docs/protocol.md §4.1): the 12 hex are the millisecond within
- * that second (3 hex, as `created_at` shows it) and 36 random bits. Ids made one after the other sort in
- * time order, so each insert lands at the end of the message-id index rather than on a random page of it.
- */
-export const newMessageId = (nowMs: number): string => {
-  const seconds = Math.floor(nowMs / 1000)
-  return `msg_${seconds}_${MS_HEX[nowMs - seconds * 1000]}${randomHex(9)}`
-}
+/** `msg_<unix-seconds>_<12 lowercase hex>` (docs/protocol.md §4.1). */
+export const newMessageId = (nowMs: number): string => `msg_${Math.floor(nowMs / 1000)}_${randomHex(12)}`
 
 /** `blob_` + 24 random hex chars, never derived from the content (docs/protocol.md §6). */
 export const newBlobId = (): string => `blob_${randomHex(24)}`

@@ -25,15 +25,13 @@ describe('accepting a message', () => {
     expect(Date.parse(out.expires_at) - Date.parse(out.created_at)).toBe(604_800_000)
   })
 
-  test('message ids are distinct and random within one millisecond, which they name after the second', async () => {
+  test('message ids are distinct and random within one second', async () => {
     const [a, b] = [await agent(t), await agent(t)]
     const ids = new Set<string>()
     for (let i = 0; i < 50; i++) ids.add((await a.send(msg(b))).message_id)
     expect(ids.size).toBe(50)
-    const tails = [...ids].map((id) => id.split('_')[2])
-    const ms = (t.clock.now() % 1000).toString(16).padStart(3, '0')
-    for (const tail of tails) expect(tail.slice(0, 3)).toBe(ms)
-    expect(new Set(tails.map((r) => r[3])).size).toBeGreaterThan(4)
+    const randoms = [...ids].map((id) => id.split('_')[2])
+    expect(new Set(randoms.map((r) => r[0])).size).toBeGreaterThan(4)
   })
 
   test('stored exactly as given: content_type verbatim, metadata, thread, expires_in', async () => {
