@@ -1,6 +1,6 @@
 /**
- * Where a cluster-mode send's CPU goes: the relay process against the PostgreSQL server's processes and
- * the S3-compatible server, per signed send, one instance. Prints figures, asserts nothing; needs Linux
+ * Where a cluster-mode send's CPU goes: the relay process against the PostgreSQL server's processes,
+ * per signed send, one instance. Prints figures, asserts nothing; needs Linux
  * (/proc).
  *
  *   bun bench/cluster-cpu.ts            BENCH_SENDS (6,000), BENCH_NO_BUILD=1 to reuse dist/relay
@@ -10,26 +10,19 @@
  * then serves from its cache) — as the recipients of a live relay do; by default they have none, and
  * every send reads its recipient's row.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs'
-import { benchSize, fmt, makeAgents, runLoad, startRelayBinary } from './lib.ts'
+import { readdirSync, rmSync } from 'node:fs'
+import { benchSize, fmt, makeAgents, procCpu, runLoad, startRelayBinary } from './lib.ts'
 import { signedSends, startClusterServices } from './cluster-lib.ts'
 
 const SENDS = benchSize('BENCH_SENDS', 6000, 1500)
 const limitsOff = { RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_RATE_REQUESTS_PER_MIN: '0' }
 
-/** CPU ms (user + system) of the processes whose command name passes `match`, children not included. */
-function cpuOf(match: (comm: string, pid: number) => boolean): number {
+/** CPU ms of the processes whose command name passes `match` (children not included). */
+function cpuOf(match: (name: string, pid: number) => boolean): number {
   let ms = 0
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      if (!match(comm, Number(pid))) continue
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      ms += (Number(f[11]) + Number(f[12])) * 10
-    } catch {
-      // gone meanwhile
-    }
+    const p = procCpu(`/proc/${pid}/stat`)
+    if (p && match(p.name, Number(pid))) ms += p.ms
   }
   return ms
 }

@@ -184,3 +184,19 @@ export function rawRequest(port: number, localAddress: string, method: string, p
     s.on('error', () => {})
   })
 }
+
+/**
+ * A /proc stat file (of a process or a thread): its command name and its CPU time in ms (user + system,
+ * clock ticks of 10 ms); null when it is gone. Linux only.
+ */
+export function procCpu(statPath: string): { name: string; ms: number } | null {
+  let stat: string
+  try {
+    stat = readFileSync(statPath, 'utf8')
+  } catch {
+    return null // ended meanwhile
+  }
+  const end = stat.lastIndexOf(')')
+  const f = stat.slice(end + 2).split(' ')
+  return { name: stat.slice(stat.indexOf('(') + 1, end), ms: (Number(f[11]) + Number(f[12])) * 10 }
+}

@@ -11,7 +11,7 @@
  * WAL frames, checkpoints and socket writes together).
  */
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
-import { BINARY, benchSize, fmt, makeAgents, runLoad, startRelayBinary } from './lib.ts'
+import { BINARY, benchSize, fmt, makeAgents, procCpu, runLoad, startRelayBinary } from './lib.ts'
 
 const binaries = process.argv.slice(2).length ? process.argv.slice(2) : [BINARY]
 const ROUNDS = benchSize('BENCH_ROUNDS', 2, 1)
@@ -24,14 +24,8 @@ const env = { RELAY_RATE_SEND_PER_MIN: '0', RELAY_RATE_POLL_PER_MIN: '0', RELAY_
 function threadCpu(pid: number): Map<string, number> {
   const out = new Map<string, number>()
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * 10)
-    } catch {
-      // the thread ended meanwhile
-    }
+    const t = procCpu(`/proc/${pid}/task/${tid}/stat`)
+    if (t) out.set(t.name, (out.get(t.name) ?? 0) + t.ms)
   }
   return out
 }
